@@ -1,0 +1,64 @@
+"""Shared test helpers: replay a fixture over HTTP and run the real CLI against it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.kubeapi import KubeAPIServer, write_kubeconfig
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+
+
+def fixture_names() -> list[str]:
+    return sorted(p.name for p in FIXTURES.iterdir() if (p / "incident.yaml").exists())
+
+
+@dataclass
+class Run:
+    code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> Run:
+    """Run the installed CLI as a subprocess, the way a user does."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
+    full_env.update({"NO_COLOR": "1", "HOME": str(ROOT / ".pytest-home")})
+    full_env.update(env or {})
+    proc = subprocess.run([sys.executable, "-m", "triage.cli", *args], capture_output=True,
+                          text=True, env=full_env, timeout=timeout, cwd=str(ROOT))
+    return Run(proc.returncode, proc.stdout, proc.stderr)
+
+
+@contextmanager
+def replay(fixture: str | Path, tmp_path: Path, token: str | None = None
+           ) -> Iterator[tuple[KubeAPIServer, Path]]:
+    """Serve a fixture and write a kubeconfig pointing at it."""
+    root = fixture if isinstance(fixture, Path) else FIXTURES / fixture
+    server = KubeAPIServer(root, request_log=tmp_path / "requests.log").start()
+    try:
+        ns = server.fixture.incident.get("namespace") or "default"
+        kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server.url,
+                                      token=token or server.token, namespace=ns)
+        yield server, kubeconfig
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def replayer(tmp_path: Path) -> Any:
+    return lambda fixture, **kw: replay(fixture, tmp_path, **kw)

@@ -1,0 +1,568 @@
+"""A test Kubernetes API server that replays a recorded incident from fixtures/.
+
+It speaks enough of the real API for the official Python client and for
+real ``kubectl`` (discovery, list/get with label and field selectors, Table
+output, pod logs with ``previous``/``tailLines``/``limitBytes``, the pod
+proxy) over HTTP with bearer-token auth. Only GET is served; every request
+is logged so tests can prove the tool never writes.
+
+Faults come from the fixture's ``incident.yaml``::
+
+    faults:
+      forbidden: [events, nodes]        # 403 on these kinds
+      unavailable: [horizontalpodautoscalers]   # 503
+      slow: {metrics: 5}                # seconds to wait before answering
+
+Run by hand: ``python -m tests.kubeapi fixtures/cuda-oom --port 8001``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import datetime as dt
+import ipaddress
+import json
+import ssl
+import tempfile
+import threading
+import time
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+TOKEN = "test-token-4f1c9e"
+
+# plural -> (group, version, Kind, namespaced, short names)
+RESOURCES: dict[str, tuple[str, str, str, bool, list[str]]] = {
+    "pods": ("", "v1", "Pod", True, ["po"]),
+    "events": ("", "v1", "Event", True, ["ev"]),
+    "nodes": ("", "v1", "Node", False, ["no"]),
+    "services": ("", "v1", "Service", True, ["svc"]),
+    "configmaps": ("", "v1", "ConfigMap", True, ["cm"]),
+    "persistentvolumeclaims": ("", "v1", "PersistentVolumeClaim", True, ["pvc"]),
+    "namespaces": ("", "v1", "Namespace", False, ["ns"]),
+    "secrets": ("", "v1", "Secret", True, []),
+    "replicasets": ("apps", "v1", "ReplicaSet", True, ["rs"]),
+    "deployments": ("apps", "v1", "Deployment", True, ["deploy"]),
+    "statefulsets": ("apps", "v1", "StatefulSet", True, ["sts"]),
+    "horizontalpodautoscalers": ("autoscaling", "v2", "HorizontalPodAutoscaler", True, ["hpa"]),
+    "inferenceservices": ("serving.kserve.io", "v1beta1", "InferenceService", True, ["isvc"]),
+}
+SUBRESOURCES = {"pods": ["log", "proxy", "status"]}
+
+
+def _status(code: int, reason: str, message: str) -> dict[str, Any]:
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": message, "reason": reason, "code": code}
+
+
+class Fixture:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        meta_path = root / "incident.yaml"
+        self.incident: dict[str, Any] = yaml.safe_load(meta_path.read_text()) if \
+            meta_path.exists() else {}
+        self.faults: dict[str, Any] = self.incident.get("faults") or {}
+        self.objects: dict[str, list[dict[str, Any]]] = {}
+        for plural in RESOURCES:
+            for ext in (".yaml", ".json"):
+                p = root / "objects" / f"{plural}{ext}"
+                if p.exists():
+                    data = yaml.safe_load(p.read_text())
+                    self.objects[plural] = list(data.get("items") or [])
+        namespaces = sorted({(o.get("metadata") or {}).get("namespace") for items in
+                             self.objects.values() for o in items} - {None})
+        if "namespaces" not in self.objects:
+            self.objects["namespaces"] = [
+                {"metadata": {"name": ns, "uid": f"ns-{ns}", "resourceVersion": "1",
+                              "creationTimestamp": "2026-01-01T00:00:00Z"},
+                 "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}
+                for ns in namespaces]
+
+    def served(self, plural: str) -> bool:
+        # A CRD that is not installed is not served at all (404 on the list).
+        return plural != "inferenceservices" or "inferenceservices" in self.objects
+
+    def log(self, ns: str, pod: str, container: str, previous: bool) -> Path:
+        suffix = ".previous.log" if previous else ".log"
+        return self.root / "logs" / ns / pod / f"{container}{suffix}"
+
+    def metrics(self, ns: str, pod: str) -> Path:
+        return self.root / "metrics" / ns / f"{pod}.txt"
+
+
+def _match_labels(labels: dict[str, str], selector: str) -> bool:
+    """Equality- and set-based label selectors, as the API server accepts them."""
+    if not selector:
+        return True
+    parts, depth, cur = [], 0, ""
+    for ch in selector:
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    for raw in parts:
+        term = raw.strip()
+        if not term:
+            continue
+        if " notin " in term:
+            key, _, vals = term.partition(" notin ")
+            if labels.get(key.strip()) in _set(vals):
+                return False
+        elif " in " in term:
+            key, _, vals = term.partition(" in ")
+            if labels.get(key.strip()) not in _set(vals):
+                return False
+        elif "!=" in term:
+            key, _, val = term.partition("!=")
+            if labels.get(key.strip()) == val.strip():
+                return False
+        elif "==" in term or "=" in term:
+            key, _, val = term.partition("==") if "==" in term else term.partition("=")
+            if labels.get(key.strip()) != val.strip():
+                return False
+        elif term.startswith("!"):
+            if term[1:].strip() in labels:
+                return False
+        elif term not in labels:
+            return False
+    return True
+
+
+def _set(text: str) -> set[str]:
+    return {v.strip() for v in text.strip().strip("()").split(",")}
+
+
+def _dig(obj: Any, path: str) -> Any:
+    for part in path.split("."):
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(part)
+    return obj
+
+
+def _match_fields(obj: dict[str, Any], selector: str) -> bool:
+    for term in filter(None, (t.strip() for t in selector.split(","))):
+        neg = "!=" in term
+        key, _, val = term.partition("!=") if neg else (
+            term.partition("==") if "==" in term else term.partition("="))
+        actual = _dig(obj, key.strip())
+        actual_s = "" if actual is None else str(actual)
+        if (actual_s == val.strip()) == neg:
+            return False
+    return True
+
+
+def _age(ts: str | None) -> str:
+    if not ts:
+        return "<unknown>"
+    try:
+        then = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except ValueError:
+        return "<unknown>"
+    secs = int((datetime.now(timezone.utc) - then).total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if secs >= size:
+            return f"{secs // size}{unit}"
+    return f"{max(secs, 0)}s"
+
+
+def _table(plural: str, items: list[dict[str, Any]], list_meta: dict[str, Any]) -> dict[str, Any]:
+    """The meta.k8s.io Table kubectl asks for, for the kinds a person lists."""
+    cols = [{"name": "Name", "type": "string", "format": "name", "description": "Name"}]
+    rows = []
+    if plural == "pods":
+        cols += [{"name": n, "type": t, "format": "", "description": n} for n, t in
+                 (("Ready", "string"), ("Status", "string"), ("Restarts", "string"),
+                  ("Age", "string"))]
+    elif plural == "events":
+        cols = [{"name": n, "type": "string", "format": "", "description": n} for n in
+                ("Last Seen", "Type", "Reason", "Object", "Message")]
+    else:
+        cols += [{"name": "Age", "type": "string", "format": "", "description": "Age"}]
+    for obj in items:
+        md = obj.get("metadata") or {}
+        if plural == "pods":
+            statuses = (obj.get("status") or {}).get("containerStatuses") or []
+            ready = sum(1 for c in statuses if c.get("ready"))
+            reason = (obj.get("status") or {}).get("phase", "Unknown")
+            for c in statuses:
+                st = c.get("state") or {}
+                if st.get("waiting", {}).get("reason"):
+                    reason = st["waiting"]["reason"]
+                elif st.get("terminated", {}).get("reason"):
+                    reason = st["terminated"]["reason"]
+            restarts = sum(int(c.get("restartCount") or 0) for c in statuses)
+            cells = [md.get("name"), f"{ready}/{len(statuses) or len(obj['spec']['containers'])}",
+                     reason, str(restarts), _age(md.get("creationTimestamp"))]
+        elif plural == "events":
+            inv = obj.get("involvedObject") or {}
+            cells = [_age(obj.get("lastTimestamp")), obj.get("type"), obj.get("reason"),
+                     f"{str(inv.get('kind', '')).lower()}/{inv.get('name')}", obj.get("message")]
+        else:
+            cells = [md.get("name"), _age(md.get("creationTimestamp"))]
+        rows.append({"cells": cells, "object": {"kind": "PartialObjectMetadata",
+                                                "apiVersion": "meta.k8s.io/v1", "metadata": md}})
+    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta,
+            "columnDefinitions": cols, "rows": rows}
+
+
+class Handler(BaseHTTPRequestHandler):
+    server: KubeAPIServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _record(self) -> None:
+        with self.server.lock:
+            self.server.requests.append(f"{self.command} {self.path}")
+            if self.server.request_log:
+                with open(self.server.request_log, "a", encoding="utf-8") as fh:
+                    fh.write(f"{self.command} {self.path}\n")
+
+    def _send(self, code: int, body: Any, content_type: str = "application/json") -> None:
+        data = body if isinstance(body, bytes) else (
+            body.encode() if isinstance(body, str) else json.dumps(body).encode())
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _refuse(self) -> None:
+        self._record()
+        self._send(405, _status(405, "MethodNotAllowed",
+                                "the test API server only serves GET requests"))
+
+    do_POST = do_PUT = do_PATCH = do_DELETE = _refuse
+
+    def do_GET(self) -> None:
+        self._record()
+        auth = self.headers.get("Authorization", "")
+        if auth != f"Bearer {self.server.token}":
+            self._send(401, _status(401, "Unauthorized", "Unauthorized"))
+            return
+        with contextlib.suppress(BrokenPipeError):
+            self._route()
+
+    def _route(self) -> None:
+        url = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        parts = [unquote(p) for p in url.path.strip("/").split("/") if p]
+        accept = self.headers.get("Accept", "")
+        fx = self.server.fixture
+        if parts == ["version"]:
+            self._send(200, {"major": "1", "minor": "31", "gitVersion": "v1.31.4",
+                             "platform": "linux/amd64", "goVersion": "go1.22.10",
+                             "compiler": "gc",
+                             "gitCommit": "a78aa47129b8539636eb86a9d00e31b2720fe06b",
+                             "gitTreeState": "clean", "buildDate": "2024-12-10T11:36:31Z"})
+            return
+        if parts == ["api"]:
+            self._send(200, {"kind": "APIVersions", "versions": ["v1"],
+                             "serverAddressByClientCIDRs": [
+                                 {"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1:6443"}]})
+            return
+        if parts == ["apis"]:
+            self._send(200, self._group_list())
+            return
+        if parts[:2] == ["api", "v1"]:
+            group, version, rest = "", "v1", parts[2:]
+        elif len(parts) >= 3 and parts[0] == "apis":
+            group, version, rest = parts[1], parts[2], parts[3:]
+        else:
+            self._send(404, _status(404, "NotFound", "the server could not find the requested "
+                                    "resource"))
+            return
+        if not rest:
+            self._send(200, self._resource_list(group, version))
+            return
+        ns = None
+        if rest[0] == "namespaces" and len(rest) >= 3:
+            ns, rest = rest[1], rest[2:]
+        plural = rest[0]
+        spec = RESOURCES.get(plural)
+        if spec is None or (spec[0], spec[1]) != (group, version) or not fx.served(plural):
+            self._send(404, _status(404, "NotFound",
+                                    "the server could not find the requested resource"))
+            return
+        if plural == "secrets":
+            # The tool must never read Secrets; the fixture has none to give.
+            self._send(403, _status(403, "Forbidden", 'secrets is forbidden: the test API '
+                                    'server never serves Secrets'))
+            return
+        fault = self._fault(plural if len(rest) < 3 else rest[2], ns, rest)
+        if fault:
+            return
+        items = [o for o in fx.objects.get(plural, [])
+                 if ns is None or (o.get("metadata") or {}).get("namespace") == ns]
+        if len(rest) == 1:
+            items = [o for o in items if _match_labels(
+                (o.get("metadata") or {}).get("labels") or {}, query.get("labelSelector", ""))]
+            items = [o for o in items if _match_fields(o, query.get("fieldSelector", ""))]
+            list_meta = {"resourceVersion": "424242"}
+            if "as=Table" in accept:
+                self._send(200, _table(plural, items, list_meta))
+                return
+            clean = [{k: v for k, v in o.items() if k not in ("apiVersion", "kind")}
+                     for o in items]
+            api_version = f"{group}/{version}" if group else version
+            self._send(200, {"kind": f"{spec[2]}List", "apiVersion": api_version,
+                             "metadata": list_meta, "items": clean})
+            return
+        name = rest[1]
+        if plural == "pods" and ":" in name and len(rest) >= 3 and rest[2] == "proxy":
+            name = name.split(":", 1)[0]
+        obj = next((o for o in items if (o.get("metadata") or {}).get("name") == name), None)
+        if obj is None:
+            kind_label = plural if not spec[0] else f"{plural}.{spec[0]}"
+            self._send(404, _status(404, "NotFound", f'{kind_label} "{name}" not found'))
+            return
+        if len(rest) == 2:
+            full = {"apiVersion": f"{group}/{version}" if group else version, "kind": spec[2],
+                    **{k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}}
+            if "as=Table" in accept:
+                self._send(200, _table(plural, [full], {"resourceVersion": "424242"}))
+                return
+            self._send(200, full)
+            return
+        if plural == "pods" and rest[2] == "log":
+            self._pod_log(ns or "", obj, query)
+            return
+        if plural == "pods" and rest[2] == "proxy":
+            self._pod_proxy(ns or "", obj, rest[1], "/".join(rest[3:]))
+            return
+        self._send(404, _status(404, "NotFound", "the server could not find the requested "
+                                "resource"))
+
+    def _fault(self, kind: str, ns: str | None, rest: list[str]) -> bool:
+        faults = self.server.fixture.faults
+        slow = (faults.get("slow") or {}).get(kind)
+        if slow:
+            time.sleep(float(slow))
+        if kind in (faults.get("forbidden") or []):
+            scope = f' in the namespace "{ns}"' if ns else " at the cluster scope"
+            verb = "list" if len(rest) == 1 else "get"
+            resource = {"log": "pods/log", "proxy": "pods/proxy"}.get(kind, kind)
+            group = RESOURCES.get(kind, ("",))[0]
+            self._send(403, _status(
+                403, "Forbidden",
+                f'{resource} is forbidden: User "system:serviceaccount:llm:vllm-triage" cannot '
+                f'{verb} resource "{resource}" in API group "{group}"{scope}'))
+            return True
+        if kind in (faults.get("unavailable") or []):
+            self._send(503, _status(503, "ServiceUnavailable",
+                                    "the server is currently unable to handle the request"))
+            return True
+        return False
+
+    def _pod_log(self, ns: str, pod: dict[str, Any], query: dict[str, str]) -> None:
+        name = pod["metadata"]["name"]
+        containers = [c["name"] for c in pod["spec"]["containers"]]
+        container = query.get("container") or (containers[0] if len(containers) == 1 else "")
+        if not container:
+            self._send(400, _status(400, "BadRequest", f"a container name must be specified for "
+                                    f"pod {name}, choose one of: {containers}"))
+            return
+        if container not in containers:
+            self._send(400, _status(400, "BadRequest", f"container {container} is not valid for "
+                                    f"pod {name}"))
+            return
+        previous = query.get("previous") == "true"
+        path = self.server.fixture.log(ns, name, container, previous)
+        status = next((c for c in (pod.get("status") or {}).get("containerStatuses") or []
+                       if c.get("name") == container), {})
+        state = status.get("state") or {}
+        if not previous and not state.get("running") and not state.get("terminated") and \
+                (status.get("lastState") or {}).get("terminated"):
+            # kubelet: a container waiting to restart serves its last run's log
+            path = self.server.fixture.log(ns, name, container, True)
+        if not path.exists():
+            if previous:
+                self._send(400, _status(400, "BadRequest", f'previous terminated container '
+                                        f'"{container}" in pod "{name}" not found'))
+                return
+            waiting = (status.get("state") or {}).get("waiting")
+            if waiting or not status:
+                reason = (waiting or {}).get("reason", "ContainerCreating")
+                self._send(400, _status(400, "BadRequest", f'container "{container}" in pod '
+                                        f'"{name}" is waiting to start: {reason}'))
+                return
+            self._send(200, b"", "text/plain")
+            return
+        data = path.read_bytes()
+        tail = query.get("tailLines")
+        if tail and tail.isdigit():
+            lines = data.splitlines(keepends=True)
+            data = b"".join(lines[-int(tail):]) if int(tail) else b""
+        limit = query.get("limitBytes")
+        if limit and limit.isdigit():
+            data = data[: int(limit)]
+        self._send(200, data, "text/plain")
+
+    def _pod_proxy(self, ns: str, pod: dict[str, Any], target: str, path: str) -> None:
+        name = pod["metadata"]["name"]
+        port = target.split(":", 1)[1] if ":" in target else "80"
+        ip = (pod.get("status") or {}).get("podIP") or "10.0.0.1"
+        metrics = self.server.fixture.metrics(ns, name)
+        running = (pod.get("status") or {}).get("phase") == "Running"
+        if path != "metrics" or not running or not metrics.exists():
+            self._send(503, _status(503, "ServiceUnavailable", f"error trying to reach service: "
+                                    f"dial tcp {ip}:{port}: connect: connection refused"))
+            return
+        self._send(200, metrics.read_bytes(), "text/plain; version=0.0.4; charset=utf-8")
+
+    def _group_list(self) -> dict[str, Any]:
+        groups: dict[str, set[str]] = {}
+        for plural, (group, version, *_rest) in RESOURCES.items():
+            if group and self.server.fixture.served(plural):
+                groups.setdefault(group, set()).add(version)
+        return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
+            {"name": g, "versions": [{"groupVersion": f"{g}/{v}", "version": v}
+                                     for v in sorted(vs)],
+             "preferredVersion": {"groupVersion": f"{g}/{sorted(vs)[0]}",
+                                  "version": sorted(vs)[0]}}
+            for g, vs in sorted(groups.items())]}
+
+    def _resource_list(self, group: str, version: str) -> dict[str, Any]:
+        resources = []
+        for plural, (g, v, kind, namespaced, short) in RESOURCES.items():
+            if (g, v) != (group, version) or not self.server.fixture.served(plural):
+                continue
+            resources.append({"name": plural, "singularName": kind.lower(),
+                              "namespaced": namespaced, "kind": kind,
+                              "verbs": ["get", "list", "watch"], "shortNames": short})
+            for sub in SUBRESOURCES.get(plural, []):
+                resources.append({"name": f"{plural}/{sub}", "singularName": "",
+                                  "namespaced": namespaced, "kind": kind if sub != "log" else
+                                  "Pod", "verbs": ["get"]})
+        return {"kind": "APIResourceList", "apiVersion": "v1",
+                "groupVersion": f"{group}/{version}" if group else version,
+                "resources": resources}
+
+
+class TLSFiles:
+    """A throw-away CA and a serving certificate for 127.0.0.1, made once per process.
+
+    Real clients send bearer tokens only over TLS (kubectl drops them on
+    plain HTTP), so the test server speaks HTTPS like a real API server.
+    """
+
+    _made: TLSFiles | None = None
+
+    def __init__(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="kubeapi-tls-"))
+        now = dt.datetime.now(dt.timezone.utc)
+        ca_key = ec.generate_private_key(ec.SECP256R1())
+        ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "replay-ca")])
+        ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
+              .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
+              .not_valid_before(now - dt.timedelta(hours=1))
+              .not_valid_after(now + dt.timedelta(days=2))
+              .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+              .add_extension(x509.KeyUsage(True, False, False, False, False, True, True, False,
+                                           False), critical=True)
+              .sign(ca_key, hashes.SHA256()))
+        key = ec.generate_private_key(ec.SECP256R1())
+        cert = (x509.CertificateBuilder()
+                .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME,
+                                                            "kube-apiserver")]))
+                .issuer_name(ca_name).public_key(key.public_key())
+                .serial_number(x509.random_serial_number())
+                .not_valid_before(now - dt.timedelta(hours=1))
+                .not_valid_after(now + dt.timedelta(days=1))
+                .add_extension(x509.SubjectAlternativeName([
+                    x509.DNSName("localhost"),
+                    x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+                .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]),
+                               critical=False)
+                .sign(ca_key, hashes.SHA256()))
+        self.ca_pem = ca.public_bytes(serialization.Encoding.PEM)
+        self.cert = self.dir / "tls.crt"
+        self.key = self.dir / "tls.key"
+        self.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        self.key.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                               serialization.PrivateFormat.PKCS8,
+                                               serialization.NoEncryption()))
+
+    @classmethod
+    def get(cls) -> TLSFiles:
+        if cls._made is None:
+            cls._made = cls()
+        return cls._made
+
+
+class KubeAPIServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, fixture_dir: Path, port: int = 0, token: str = TOKEN,
+                 request_log: Path | None = None) -> None:
+        super().__init__(("127.0.0.1", port), Handler)
+        self.tls = TLSFiles.get()
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(self.tls.cert, self.tls.key)
+        self.socket = context.wrap_socket(self.socket, server_side=True)
+        self.fixture = Fixture(fixture_dir)
+        self.token = token
+        self.requests: list[str] = []
+        self.request_log = request_log
+        self.lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.server_address[1]}"
+
+    def start(self) -> KubeAPIServer:
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        self.shutdown()
+        self.server_close()
+
+
+def write_kubeconfig(path: Path, server: str, token: str = TOKEN, namespace: str = "llm",
+                     context: str = "incident-replay") -> Path:
+    ca = base64.b64encode(TLSFiles.get().ca_pem).decode()
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": context,
+        "clusters": [{"name": "replay", "cluster": {"server": server,
+                                                    "certificate-authority-data": ca}}],
+        "users": [{"name": "triage", "user": {"token": token}}],
+        "contexts": [{"name": context, "context": {"cluster": "replay", "user": "triage",
+                                                   "namespace": namespace}}],
+    }))
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("fixture", type=Path)
+    parser.add_argument("--port", type=int, default=8001)
+    parser.add_argument("--kubeconfig", type=Path, help="write a kubeconfig for this server")
+    args = parser.parse_args()
+    server = KubeAPIServer(args.fixture, args.port)
+    if args.kubeconfig:
+        ns = server.fixture.incident.get("namespace") or "default"
+        write_kubeconfig(args.kubeconfig, server.url, namespace=ns)
+    print(f"serving {args.fixture} at {server.url} (token {TOKEN})", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

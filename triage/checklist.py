@@ -1,0 +1,336 @@
+"""The ten-step troubleshooting checklist, each step a verdict with its evidence.
+
+The steps and their order are the field article's ("트러블슈팅 체크리스트").
+Every step starts from the findings that feed it (critical -> fail,
+warning -> warn) and otherwise looks for positive evidence to pass. Without
+the input it needs it says ``unknown`` and names what could not be read;
+``n/a`` only when the step does not apply, with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from triage import workload
+from triage.classify import Classification, Finding, PodDiagnosis
+from triage.facts import ContainerContext
+from triage.snapshot import PREVIOUS, Obj, Snapshot, meta
+
+PASS, WARN, FAIL, UNKNOWN, NA = "pass", "warn", "fail", "unknown", "n/a"
+
+TITLES = {
+    1: "Container OOMKilled (CPU RAM limit)",
+    2: "CUDA out of memory in vLLM logs (GPU)",
+    3: "--max-model-len too large for the KV cache",
+    4: "--gpu-memory-utilization within 0.85-0.92",
+    5: "P99 latency high: bound --max-num-batched-tokens",
+    6: "Probe delays versus model load time",
+    7: "Autoscale target too high, requests queue",
+    8: "minScale >= 1, no cold starts",
+    9: "Node disk, image cache, model cache",
+    10: "One change at a time, canary",
+}
+
+GMU_LOW, GMU_HIGH = 0.85, 0.92
+MIN_SCALE = "autoscaling.knative.dev/minScale"
+
+
+@dataclass
+class StepResult:
+    step: int
+    title: str
+    verdict: str
+    evidence: list[str] = field(default_factory=list)
+    remediation: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Judge:
+    snapshot: Snapshot
+    classification: Classification
+
+    @property
+    def pods(self) -> list[PodDiagnosis]:
+        return self.classification.pods
+
+    def contexts(self) -> Iterable[tuple[PodDiagnosis, ContainerContext]]:
+        for pod in self.pods:
+            for ctx in pod.contexts:
+                yield pod, ctx
+
+    def unread(self, *kinds: str) -> list[str]:
+        return [str(f) for f in self.snapshot.failures if f.kind in kinds]
+
+    def step_findings(self, step: int) -> list[tuple[PodDiagnosis, Finding]]:
+        return [(p, f) for p, f in self.classification.findings() if f.pattern.step == step]
+
+
+def _from_findings(step: int, judge: Judge) -> StepResult | None:
+    """fail / warn straight from the findings that feed this step."""
+    hits = judge.step_findings(step)
+    if not hits:
+        return None
+    severities = {f.pattern.severity for _, f in hits}
+    verdict = FAIL if "critical" in severities else WARN if "warning" in severities else None
+    if verdict is None:
+        return None
+    result = StepResult(step, TITLES[step], verdict)
+    for pod, f in hits:
+        result.evidence.append(f"{pod.namespace}/{pod.name}: {f.id}: {f.pattern.title}")
+        result.evidence += [f"  {e}" for e in f.evidence[:6]]
+        if f.pattern.remediation not in result.remediation:
+            result.remediation.append(f.pattern.remediation)
+    return result
+
+
+def _no_pods(step: int, judge: Judge) -> StepResult | None:
+    if judge.pods:
+        return None
+    why = judge.unread("pods") or ["no vLLM server pods were found"]
+    return StepResult(step, TITLES[step], UNKNOWN, why)
+
+
+def step1(judge: Judge) -> StepResult:
+    ev = []
+    for pod, ctx in judge.contexts():
+        term = (ctx.status.get("lastState") or {}).get("terminated") or {}
+        last = f"last termination {term.get('reason')} (exit {term.get('exitCode')})" if term \
+            else "no previous termination"
+        limit = ctx.fact("memory_limit")
+        ev.append(f"{pod.namespace}/{pod.name} ({ctx.name}): not OOMKilled; {last}; "
+                  f"{limit.text if limit else ''}")
+    return StepResult(1, TITLES[1], PASS, ev)
+
+
+def step2(judge: Judge) -> StepResult:
+    ev, missing = [], []
+    for pod, ctx in judge.contexts():
+        need = [PREVIOUS] if ctx.status.get("lastState", {}).get("terminated") else []
+        need.append("current")
+        read = [s for s in need if s in ctx.lines or ctx.log_text(s) is not None]
+        lost = [s for s in need if s not in read]
+        if lost and not read:
+            missing.append(f"{pod.namespace}/{pod.name} ({ctx.name}): "
+                           f"{' and '.join(lost)} log not read")
+            continue
+        counted = sum(len(ctx.lines.get(s, [])) for s in read)
+        ev.append(f"{pod.namespace}/{pod.name} ({ctx.name}): no CUDA out-of-memory error in "
+                  f"{' and '.join(s + ' log' for s in read)} ({counted} lines)")
+    if missing and not ev:
+        return StepResult(2, TITLES[2], UNKNOWN, missing + judge.unread("logs"))
+    return StepResult(2, TITLES[2], PASS, ev + [f"not read: {m}" for m in missing])
+
+
+def step3(judge: Judge) -> StepResult:
+    ev = []
+    for pod, ctx in judge.contexts():
+        setting = ctx.engine.describe("max-model-len")
+        caps = [r for r in ctx.startup.values() if r.kv_cache_tokens or r.max_concurrency]
+        if caps:
+            rep = caps[-1]
+            parts = []
+            if rep.kv_cache_tokens:
+                parts.append(f"KV cache holds {rep.kv_cache_tokens:,} tokens")
+            if rep.max_concurrency is not None:
+                parts.append(f"max concurrency {rep.max_concurrency:g}x at "
+                             f"{rep.concurrency_tokens:,} tokens per request")
+            ev.append(f"{pod.namespace}/{pod.name}: {setting}; vLLM reported {', '.join(parts)}")
+        elif ctx.engine.is_set("max-model-len"):
+            ev.append(f"{pod.namespace}/{pod.name}: {setting}; no KV cache capacity line in the "
+                      "logs read, so whether it fits is not confirmed")
+    if not ev:
+        return StepResult(3, TITLES[3], UNKNOWN, [
+            "--max-model-len is not set and no vLLM start-up line reports the KV cache size "
+            "(the server may not have reached that point)"])
+    confirmed = any("vLLM reported" in e for e in ev)
+    return StepResult(3, TITLES[3], PASS if confirmed else UNKNOWN, ev)
+
+
+def step4(judge: Judge) -> StepResult:
+    ev, verdict = [], PASS
+    for pod, ctx in judge.contexts():
+        value = ctx.engine.number("gpu-memory-utilization")
+        desc = ctx.engine.describe("gpu-memory-utilization")
+        if value is None:
+            ev.append(f"{pod.namespace}/{pod.name}: {desc}: not a number")
+            verdict = WARN
+        elif GMU_LOW <= value <= GMU_HIGH:
+            ev.append(f"{pod.namespace}/{pod.name}: {desc}, within {GMU_LOW}-{GMU_HIGH}")
+        else:
+            ev.append(f"{pod.namespace}/{pod.name}: {desc}, outside {GMU_LOW}-{GMU_HIGH}")
+            verdict = WARN
+    return StepResult(4, TITLES[4], verdict, ev)
+
+
+def _metrics_unknown(step: int, judge: Judge) -> StepResult | None:
+    views = [(p, c, c.metrics) for p, c in judge.contexts() if c.metrics and not c.metrics.error]
+    if views:
+        return None
+    reasons = judge.unread("metrics") or [
+        f"{p.namespace}/{p.name}: /metrics not scraped (pod not running)"
+        for p, _ in judge.contexts()] or ["no metrics were read"]
+    bad = [f"{p.namespace}/{p.name}: {c.metrics.error}" for p, c in judge.contexts()
+           if c.metrics and c.metrics.error]
+    return StepResult(step, TITLES[step], UNKNOWN, bad + reasons)
+
+
+def step5(judge: Judge) -> StepResult:
+    missing = _metrics_unknown(5, judge)
+    if missing:
+        return missing
+    ev = []
+    for pod, ctx in judge.contexts():
+        m = ctx.metrics
+        if not m or m.error:
+            continue
+        d = m.derived()
+        p50, p99 = d.get("e2e_latency_p50"), d.get("e2e_latency_p99")
+        n = int(d.get("e2e_latency_count", 0))
+        if p99 is None:
+            ev.append(f"{pod.namespace}/{pod.name}: no finished requests in the latency histogram")
+            continue
+        ev.append(f"{pod.namespace}/{pod.name}: e2e latency P50 {p50:.2f}s, P99 {p99:.2f}s over "
+                  f"{n} requests since the server started (one scrape); "
+                  f"{ctx.engine.describe('max-num-batched-tokens')}")
+    return StepResult(5, TITLES[5], PASS, ev)
+
+
+def _autoscalers(judge: Judge) -> list[str]:
+    out = []
+    for hpa in judge.snapshot.items("horizontalpodautoscalers"):
+        ref = (hpa.get("spec") or {}).get("scaleTargetRef") or {}
+        out.append(f"HPA {meta(hpa).get('name')} -> {ref.get('kind')}/{ref.get('name')}")
+    for isvc in judge.snapshot.items("inferenceservices"):
+        ann = meta(isvc).get("annotations") or {}
+        keys = {k: v for k, v in ann.items() if k.startswith("autoscaling.knative.dev/")}
+        pred = (isvc.get("spec") or {}).get("predictor") or {}
+        extra = {k: pred[k] for k in ("minReplicas", "maxReplicas", "scaleTarget", "scaleMetric")
+                 if k in pred}
+        out.append(f"InferenceService {meta(isvc).get('name')}: {keys | extra}")
+    return out
+
+
+def step7(judge: Judge) -> StepResult:
+    scalers = _autoscalers(judge)
+    if not scalers:
+        unread = judge.unread("horizontalpodautoscalers", "inferenceservices")
+        if unread:
+            return StepResult(7, TITLES[7], UNKNOWN, unread)
+        return StepResult(7, TITLES[7], NA, ["no HorizontalPodAutoscaler or InferenceService "
+                                             "autoscaling targets the vLLM workloads"])
+    return StepResult(7, TITLES[7], PASS, [*scalers, "no queueing or autoscaling finding"])
+
+
+def step8(judge: Judge) -> StepResult:
+    ev = []
+    for hpa in judge.snapshot.items("horizontalpodautoscalers"):
+        ev.append(f"HPA {meta(hpa).get('name')}: minReplicas "
+                  f"{(hpa.get('spec') or {}).get('minReplicas', 1)}")
+    for isvc in judge.snapshot.items("inferenceservices"):
+        ann = meta(isvc).get("annotations") or {}
+        pred = (isvc.get("spec") or {}).get("predictor") or {}
+        ev.append(f"InferenceService {meta(isvc).get('name')}: minReplicas "
+                  f"{pred.get('minReplicas', ann.get(MIN_SCALE, 'unset'))}")
+    for dep in judge.snapshot.items("deployments"):
+        if any(workload.is_vllm_container(c) for c in
+               (((dep.get("spec") or {}).get("template") or {}).get("spec") or {}).get(
+                   "containers") or []):
+            ev.append(f"Deployment {meta(dep).get('name')}: replicas "
+                      f"{(dep.get('spec') or {}).get('replicas', 1)}")
+    if not ev:
+        return StepResult(8, TITLES[8], UNKNOWN, judge.unread("deployments", "inferenceservices",
+                                                              "horizontalpodautoscalers")
+                          or ["no owning workload of the vLLM pods was read"])
+    return StepResult(8, TITLES[8], PASS, ev)
+
+
+def step6(judge: Judge) -> StepResult:
+    ev = []
+    for pod, ctx in judge.contexts():
+        c = ctx.container
+        observed = [r.startup_seconds for r in ctx.startup.values() if r.startup_seconds]
+        load = f"observed start-up {max(observed):.0f}s" if observed else \
+            "no completed start-up in the logs read"
+        startup = ctx.fact("has_startup_probe")
+        live = c.get("livenessProbe")
+        live_txt = (f"livenessProbe initialDelaySeconds {live.get('initialDelaySeconds', 0)}, "
+                    f"timeoutSeconds {live.get('timeoutSeconds', 1)}, failureThreshold "
+                    f"{live.get('failureThreshold', 3)}") if live else "no livenessProbe"
+        ev.append(f"{pod.namespace}/{pod.name} ({ctx.name}): {load}; "
+                  f"{startup.text if startup else ''}; {live_txt}")
+    return StepResult(6, TITLES[6], PASS, ev)
+
+
+def step9(judge: Judge) -> StepResult:
+    nodes_read = judge.snapshot.was_read("nodes")
+    ev = []
+    for pod in judge.pods:
+        node_name = workload.pod_spec(pod.pod).get("nodeName")
+        node = judge.snapshot.node(node_name)
+        if node is None:
+            continue
+        conds = {c.get("type"): c.get("status") for c in
+                 (node.get("status") or {}).get("conditions") or []}
+        ev.append(f"node {node_name}: DiskPressure={conds.get('DiskPressure', 'not reported')}")
+    if not ev:
+        why = judge.unread("nodes") or ["the vLLM pods are not scheduled on any node"]
+        return StepResult(9, TITLES[9], UNKNOWN, why)
+    ev.append("no disk-full, eviction, download or model-cache finding in logs and events")
+    return StepResult(9, TITLES[9], PASS if nodes_read else UNKNOWN, sorted(set(ev), key=ev.index))
+
+
+def step10(judge: Judge) -> StepResult:
+    ev = []
+    for isvc in judge.snapshot.items("inferenceservices"):
+        pred = (isvc.get("spec") or {}).get("predictor") or {}
+        pct = pred.get("canaryTrafficPercent")
+        ev.append(f"InferenceService {meta(isvc).get('name')}: "
+                  + (f"canaryTrafficPercent {pct}" if pct is not None
+                     else "no canary traffic split"))
+    rs_read = judge.snapshot.was_read("replicasets") or judge.snapshot.was_read("inferenceservices")
+    if not rs_read and not ev:
+        return StepResult(10, TITLES[10], UNKNOWN, judge.unread("replicasets", "deployments")
+                          or ["no rollout history was read"])
+    ev.append("the newest revision changed at most one of image, model, engine flags, resources")
+    return StepResult(10, TITLES[10], PASS, ev)
+
+
+STEPS: dict[int, Callable[[Judge], StepResult]] = {
+    1: step1, 2: step2, 3: step3, 4: step4, 5: step5,
+    6: step6, 7: step7, 8: step8, 9: step9, 10: step10,
+}
+
+
+def judge(snapshot: Snapshot, classification: Classification) -> list[StepResult]:
+    j = Judge(snapshot, classification)
+    results = []
+    for step in range(1, 11):
+        result = _no_pods(step, j) or _from_findings(step, j) or STEPS[step](j)
+        results.append(result)
+    return results
+
+
+def overall_failing(results: list[StepResult], classification: Classification) -> bool:
+    return any(r.verdict == FAIL for r in results) or any(
+        f.pattern.severity == "critical" for _, f in classification.findings())
+
+
+def pod_state(pod: Obj) -> str:
+    """A kubectl-like one-word state: CrashLoopBackOff, OOMKilled, Pending, Running..."""
+    status = pod.get("status") or {}
+    if meta(pod).get("deletionTimestamp"):
+        return "Terminating"
+    for cs in status.get("containerStatuses") or []:
+        state = cs.get("state") or {}
+        if state.get("waiting", {}).get("reason"):
+            return str(state["waiting"]["reason"])
+        if state.get("terminated", {}).get("reason"):
+            return str(state["terminated"]["reason"])
+    if status.get("reason"):
+        return str(status["reason"])
+    phase = str(status.get("phase") or "Unknown")
+    if phase == "Running":
+        ready = all(cs.get("ready") for cs in status.get("containerStatuses") or [])
+        return "Running" if ready else "Running (not ready)"
+    return phase

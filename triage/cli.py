@@ -1,0 +1,266 @@
+"""Command line: ``vllm-triage`` and, as a kubectl plugin, ``kubectl vllm-triage``.
+
+Exit codes (a public contract): 0 nothing failing; 1 a checklist step is
+``fail`` or a finding is critical; 2 usage error or unreadable input; 3 the
+cluster cannot be reached or refuses the credentials.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import regex
+import typer
+from rich.console import Console
+
+from triage import __version__, pipeline
+from triage.collect import CollectError, InputError
+from triage.report import Report, writers
+
+EXIT_OK, EXIT_FAILING, EXIT_USAGE, EXIT_CLUSTER = 0, 1, 2, 3
+
+EPILOG = """\
+Examples:
+
+  kubectl vllm-triage scan -n llm                 # triage the vLLM pods in namespace llm
+
+  kubectl vllm-triage scan -n llm -o json > r.json
+
+  kubectl vllm-triage scan -A -l app=vllm         # every namespace, pods with app=vllm
+
+  vllm-triage collect -n llm -o bundle.tar.gz     # save the evidence for later
+
+  vllm-triage analyze bundle.tar.gz -o markdown   # the same report, offline
+"""
+
+app = typer.Typer(
+    name="vllm-triage",
+    help="Read-only triage of vLLM inference servers on Kubernetes: finds why vLLM pods crash, "
+    "restart or stall and walks the 10-step checklist with a verdict and evidence per step.",
+    epilog=EPILOG,
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+class Output(str, Enum):
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+    html = "html"
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"vllm-triage {__version__}")
+        raise typer.Exit(EXIT_OK)
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """vllm-triage."""
+
+
+def _stderr() -> Console:
+    return Console(stderr=True, highlight=False)
+
+
+def _fail(message: str, code: int) -> None:
+    _stderr().print(f"vllm-triage: error: {message}", markup=False, highlight=False)
+    raise typer.Exit(code)
+
+
+_DURATION = regex.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s?)?$")
+
+
+def parse_duration(text: str) -> float:
+    """kubectl's --request-timeout: '0' (no limit), '30', '30s', '1m', '1m30s'."""
+    m = _DURATION.match(text.strip())
+    if not text.strip() or not m:
+        raise typer.BadParameter(f"{text!r} is not a duration such as 30s, 1m or 0")
+    hours, minutes, seconds = (float(g) if g else 0.0 for g in m.groups())
+    total = hours * 3600 + minutes * 60 + seconds
+    return total if total > 0 else 3600.0  # "0" means no limit; an hour is our ceiling
+
+
+def _use_color() -> bool:
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return sys.stdout.isatty()
+
+
+@contextmanager
+def _guard(debug: bool) -> Iterator[None]:
+    """Turn every failure into one clear line and an exit code; never a traceback."""
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except CollectError as exc:
+        _fail(str(exc), exc.exit_code)
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
+    except Exception as exc:
+        if debug:
+            traceback.print_exc()
+        _fail(f"unexpected {exc.__class__.__name__}: {exc} (rerun with --debug for details)",
+              EXIT_USAGE)
+
+
+def _emit(report: Report, output: Output, output_file: Path | None) -> None:
+    render = writers()
+    if output.value not in render:
+        _fail(f"output format {output.value!r} is not available in this build", EXIT_USAGE)
+    if output_file is not None:
+        text = render[output.value](report, False)
+        try:
+            output_file.parent.mkdir(parents=True, exist_ok=True)
+            output_file.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            _fail(f"cannot write {output_file}: {exc.strerror or exc}", EXIT_USAGE)
+        _stderr().print(f"report written to {output_file}", markup=False)
+        sys.stdout.write(render["table"](report, _use_color()))
+    else:
+        sys.stdout.write(render[output.value](report, output is Output.table and _use_color()))
+    sys.stdout.flush()
+
+
+@contextmanager
+def _progress(enabled: bool) -> Iterator[Callable[[str], None]]:
+    """A spinner on stderr while collecting; stdout carries only the report."""
+    console = _stderr()
+    if not enabled or not console.is_terminal:
+        yield lambda _msg: None
+        return
+    with console.status("collecting") as status:
+        yield lambda msg: status.update(f"collecting: {msg}")
+
+
+NamespaceOpt = Annotated[str | None, typer.Option(
+    "-n", "--namespace", help="Namespace to scan (default: the kubeconfig context's).")]
+AllNsOpt = Annotated[bool, typer.Option("-A", "--all-namespaces", help="Scan every namespace.")]
+KubeconfigOpt = Annotated[str | None, typer.Option(
+    "--kubeconfig", help="Path to the kubeconfig file (default: $KUBECONFIG, ~/.kube/config, "
+    "or the in-cluster service account).")]
+ContextOpt = Annotated[str | None, typer.Option("--context", help="Kubeconfig context to use.")]
+SelectorOpt = Annotated[str | None, typer.Option(
+    "-l", "--selector", help="Label selector for the vLLM pods (e.g. app=vllm); selected pods "
+    "are triaged even when their image does not name vLLM.")]
+TimeoutOpt = Annotated[str, typer.Option(
+    "--request-timeout", help="Timeout of each API request (30s, 1m; 0 for none).")]
+TailOpt = Annotated[int, typer.Option(
+    "--tail-lines", min=1, max=200000, help="Log lines read per container log.")]
+PatternsOpt = Annotated[list[Path] | None, typer.Option(
+    "--patterns", help="Extra directory of pattern files (repeatable); a file with the id of a "
+    "built-in pattern replaces it.")]
+DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks on internal errors.")]
+OutputFileOpt = Annotated[Path | None, typer.Option(
+    "--output-file", help="Write the report to this file (the terminal still gets the table).")]
+
+
+def _snapshot_live(namespace: str | None, all_namespaces: bool, kubeconfig: str | None,
+                   context: str | None, selector: str | None, request_timeout: str,
+                   tail_lines: int, progress: bool) -> object:
+    from triage.collect.live import LiveCollector, Options, connect
+
+    timeout = parse_duration(request_timeout)
+    conn = connect(kubeconfig, context, timeout)
+    opts = Options(namespace=namespace or conn.default_namespace, all_namespaces=all_namespaces,
+                   selector=selector, tail_lines=tail_lines, request_timeout=timeout)
+    with _progress(progress) as tick:
+        return LiveCollector(conn, opts, tick).collect()
+
+
+@app.command(epilog=EPILOG)
+def scan(
+    namespace: NamespaceOpt = None,
+    all_namespaces: AllNsOpt = False,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    selector: SelectorOpt = None,
+    output: Annotated[Output, typer.Option("-o", "--output", help="Report format.")] = Output.table,
+    output_file: OutputFileOpt = None,
+    request_timeout: TimeoutOpt = "30s",
+    tail_lines: TailOpt = 3000,
+    patterns: PatternsOpt = None,
+    debug: DebugOpt = False,
+) -> None:
+    """Read the cluster and print the diagnosis and the 10-step checklist."""
+    with _guard(debug):
+        snap = _snapshot_live(namespace, all_namespaces, kubeconfig, context, selector,
+                              request_timeout, tail_lines, progress=True)
+        report = pipeline.analyze(snap, list(patterns or []))  # type: ignore[arg-type]
+        _emit(report, output, output_file)
+    raise typer.Exit(pipeline.exit_code(report))
+
+
+@app.command(epilog=EPILOG)
+def collect(
+    output: Annotated[Path, typer.Option("-o", "--output", help="Bundle file to write "
+                                         "(.tar.gz).")],
+    namespace: NamespaceOpt = None,
+    all_namespaces: AllNsOpt = False,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    selector: SelectorOpt = None,
+    request_timeout: TimeoutOpt = "30s",
+    tail_lines: TailOpt = 3000,
+    debug: DebugOpt = False,
+) -> None:
+    """Save everything scan reads (redacted) into a bundle for offline analysis."""
+    from triage.collect import bundle
+
+    with _guard(debug):
+        snap = _snapshot_live(namespace, all_namespaces, kubeconfig, context, selector,
+                              request_timeout, tail_lines, progress=True)
+        try:
+            bundle.write(snap, output)  # type: ignore[arg-type]
+        except OSError as exc:
+            raise InputError(f"cannot write {output}: {exc.strerror or exc}") from None
+        failures = len(snap.failures)  # type: ignore[attr-defined]
+        _stderr().print(f"bundle written to {output}"
+                        + (f" ({failures} read(s) failed, listed inside)" if failures else ""),
+                        markup=False)
+
+
+@app.command(epilog=EPILOG)
+def analyze(
+    bundle_path: Annotated[Path, typer.Argument(
+        metavar="BUNDLE", help="A bundle (.tar.gz), an unpacked bundle, or a fixture directory.")],
+    output: Annotated[Output, typer.Option("-o", "--output", help="Report format.")] = Output.table,
+    output_file: OutputFileOpt = None,
+    patterns: PatternsOpt = None,
+    debug: DebugOpt = False,
+) -> None:
+    """Produce the report from a saved bundle, with no cluster."""
+    from triage.collect import bundle
+
+    with _guard(debug):
+        snap = bundle.load(bundle_path)
+        report = pipeline.analyze(snap, list(patterns or []))
+        _emit(report, output, output_file)
+    raise typer.Exit(pipeline.exit_code(report))
+
+
+def main() -> None:
+    # kubectl passes plugin flags through unchanged; nothing to translate.
+    app(prog_name="vllm-triage")
+
+
+if __name__ == "__main__":
+    main()

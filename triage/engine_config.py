@@ -1,0 +1,216 @@
+"""vLLM's effective engine settings, read from a container the way vLLM reads them.
+
+Handles ``vllm serve MODEL --flag value``, ``--flag=value``,
+``python -m vllm.entrypoints.openai.api_server --model MODEL``, a shell
+wrapper (``sh -c "vllm serve ..."``), Kubernetes ``$(VAR)`` expansion in
+args, the KServe Hugging Face runtime (``--model_id``, ``--backend=vllm``)
+and a ``--config`` YAML file mounted from a ConfigMap.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+import regex
+import yaml
+
+from triage.snapshot import Obj, Snapshot, meta
+from triage.workload import command_line
+
+# Flags that take no value; everything else takes the next token.
+_BOOLEAN_FLAGS = {
+    "enforce-eager", "trust-remote-code", "enable-prefix-caching", "no-enable-prefix-caching",
+    "enable-chunked-prefill", "no-enable-chunked-prefill", "disable-log-requests",
+    "disable-log-stats", "enable-lora", "enable-auto-tool-choice", "disable-custom-all-reduce",
+    "enable-expert-parallel", "disable-frontend-multiprocessing", "enable-log-requests",
+    "disable-fastapi-docs", "enable-prompt-tokens-details", "no-enable-log-requests",
+    "disable-uvicorn-access-log", "enable-sleep-mode", "headless", "async-scheduling",
+    "enable-server-load-tracking", "enable-force-include-usage",
+}
+
+# KServe huggingface runtime spellings -> vLLM's.
+_ALIASES = {"model-id": "model", "model-dir": "model", "max-length": "max-model-len"}
+
+# Defaults that matter for the checklist, with what vLLM does when unset.
+DEFAULTS: dict[str, str] = {
+    "gpu-memory-utilization": "0.9",
+    "tensor-parallel-size": "1",
+    "pipeline-parallel-size": "1",
+    "dtype": "auto",
+    "kv-cache-dtype": "auto",
+}
+UNSET_MEANING: dict[str, str] = {
+    "max-model-len": "the model's full context length (from its config.json)",
+    "max-num-batched-tokens": "vLLM's default for the version and usage context "
+    "(V1 online serving: 2048-8192 with chunked prefill)",
+    "max-num-seqs": "vLLM's default (256 in V0; 256-1024 in V1 depending on GPU)",
+    "enforce-eager": "False (CUDA graphs captured)",
+}
+
+_VAR_REF = regex.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+
+
+@dataclass
+class EngineConfig:
+    model: str | None = None
+    flags: dict[str, str] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)  # flag -> "args" | "config <file>"
+    config_file: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def raw(self, name: str) -> str | None:
+        return self.flags.get(name)
+
+    def value(self, name: str) -> str | None:
+        """The flag as set, else vLLM's default where one is fixed."""
+        return self.flags.get(name, DEFAULTS.get(name))
+
+    def is_set(self, name: str) -> bool:
+        return name in self.flags
+
+    def number(self, name: str) -> float | None:
+        v = self.value(name)
+        if v is None:
+            return None
+        try:
+            return float(v.replace("_", ""))
+        except ValueError:
+            return _parse_size(v)
+
+    def integer(self, name: str) -> int | None:
+        n = self.number(name)
+        return int(n) if n is not None else None
+
+    def describe(self, name: str) -> str:
+        if name in self.flags:
+            where = self.sources.get(name, "args")
+            return f"--{name}={self.flags[name]} (set in {where})"
+        if name in DEFAULTS:
+            return f"--{name} unset: vLLM default {DEFAULTS[name]}"
+        meaning = UNSET_MEANING.get(name)
+        return f"--{name} unset" + (f": vLLM uses {meaning}" if meaning else "")
+
+
+def _parse_size(text: str) -> float | None:
+    # vLLM accepts human sizes such as 32k or 1M for lengths and token counts.
+    m = regex.fullmatch(r"(?i)\s*(\d+(?:\.\d+)?)\s*([kmg])\s*", text)
+    if not m:
+        return None
+    scale = {"k": 1_000, "m": 1_000_000, "g": 1_000_000_000}[m.group(2).lower()]
+    return float(m.group(1)) * scale
+
+
+def _expand(token: str, env: dict[str, str]) -> str:
+    expanded: str = _VAR_REF.sub(lambda m: env.get(m.group(1), m.group(0)), token)
+    return expanded
+
+
+def _tokens(container: Obj) -> list[str]:
+    env = {
+        str(e.get("name")): str(e.get("value"))
+        for e in container.get("env") or []
+        if isinstance(e, dict) and "value" in e
+    }
+    words = [_expand(w, env) for w in command_line(container)]
+    # sh -c "vllm serve ..." wrappers: split the script the way the shell would.
+    out: list[str] = []
+    for w in words:
+        if " " in w and ("vllm" in w or "--" in w):
+            try:
+                out.extend(shlex.split(w, comments=False))
+                continue
+            except ValueError:
+                pass
+        out.append(w)
+    return out
+
+
+def parse(container: Obj, snapshot: Snapshot | None = None, pod: Obj | None = None) -> EngineConfig:
+    cfg = EngineConfig()
+    tokens = _tokens(container)
+    positional: list[str] = []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok.startswith("--") and len(tok) > 2:
+            name, eq, value = tok[2:].partition("=")
+            name = _ALIASES.get(name.replace("_", "-"), name.replace("_", "-"))
+            if not eq:
+                nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+                if name in _BOOLEAN_FLAGS or nxt is None or nxt.startswith("--"):
+                    value = "true"
+                else:
+                    value = nxt
+                    i += 1
+            cfg.flags[name] = value
+            cfg.sources[name] = "args"
+        elif tok.startswith("-") and len(tok) == 2 and i + 1 < len(tokens):
+            # short forms: -tp 2 is "--tensor-parallel-size" in recent vLLM
+            i += 1
+        else:
+            positional.append(tok)
+        i += 1
+    if "tp" in cfg.flags and "tensor-parallel-size" not in cfg.flags:
+        cfg.flags["tensor-parallel-size"] = cfg.flags.pop("tp")
+    # `vllm serve MODEL`: the first positional after "serve" is the model.
+    if "serve" in positional:
+        rest = positional[positional.index("serve") + 1 :]
+        if rest:
+            cfg.model = rest[0]
+    if cfg.flags.get("model"):
+        cfg.model = cfg.flags["model"]
+    if "config" in cfg.flags and snapshot is not None and pod is not None:
+        _merge_config_file(cfg, cfg.flags["config"], container, snapshot, pod)
+    return cfg
+
+
+def _merge_config_file(
+    cfg: EngineConfig, path: str, container: Obj, snapshot: Snapshot, pod: Obj
+) -> None:
+    """Read a --config YAML from the ConfigMap mounted at its directory."""
+    cfg.config_file = path
+    data = _config_map_file(path, container, snapshot, pod)
+    if data is None:
+        cfg.notes.append(f"--config {path}: not read (not from a ConfigMap that was collected)")
+        return
+    try:
+        loaded: Any = yaml.safe_load(data)
+    except yaml.YAMLError as exc:
+        cfg.notes.append(f"--config {path}: not YAML ({exc.__class__.__name__})")
+        return
+    if not isinstance(loaded, dict):
+        return
+    for key, value in loaded.items():
+        name = str(key).replace("_", "-")
+        if name not in cfg.flags:  # command-line flags win over the file, as in vLLM
+            cfg.flags[name] = str(value).lower() if isinstance(value, bool) else str(value)
+            cfg.sources[name] = f"config {path}"
+    if not cfg.model and cfg.flags.get("model"):
+        cfg.model = cfg.flags["model"]
+
+
+def _config_map_file(path: str, container: Obj, snapshot: Snapshot, pod: Obj) -> str | None:
+    target = PurePosixPath(path)
+    volumes = {v.get("name"): v for v in (pod.get("spec") or {}).get("volumes") or []}
+    ns = meta(pod).get("namespace", "")
+    for mount in container.get("volumeMounts") or []:
+        mount_path = PurePosixPath(str(mount.get("mountPath", "")))
+        vol = volumes.get(mount.get("name")) or {}
+        cm_name = (vol.get("configMap") or {}).get("name")
+        if not cm_name:
+            continue
+        sub = mount.get("subPath")
+        if sub and target == mount_path:
+            key = sub
+        elif target.parent == mount_path:
+            key = target.name
+        else:
+            continue
+        cm = snapshot.find("configmaps", ns, cm_name)
+        if cm is not None:
+            value = (cm.get("data") or {}).get(key)
+            return str(value) if value is not None else None
+    return None

@@ -1,0 +1,83 @@
+"""Container log text as lines that patterns can be matched against.
+
+vLLM's lines come in several shapes (see shared reference, section 0):
+``INFO 01-11 15:51:18 llm_engine.py:275] msg`` (V0),
+``INFO 04-23 14:42:53 [file.py:124] msg`` (0.8-0.10),
+``(EngineCore_DP0 pid=441) INFO 11-24 11:44:17 [gpu_worker.py:348] msg`` (V1),
+with optional kubectl ``--timestamps``, ``[rank0]:`` prefixes, ANSI colours
+and uvicorn's ``INFO:     msg``. Patterns match the message part; the
+level, when there is one, lets a pattern ignore advisory INFO lines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import regex
+
+# A single line longer than this is cut for matching and evidence: one 10 MB
+# line must not cost more than any other line.
+MAX_LINE_CHARS = 4000
+
+_ANSI = regex.compile(r"\x1b\[[0-9;?]*[A-Za-z]|#033\[[0-9;]*m")
+_CONTROL = regex.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_PREFIX = regex.compile(
+    r"""^
+    (?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)\s)?   # kubectl --timestamps
+    (?:\s*\|\s*\[[^\]]*\]\s)?                                             # CI log wrappers
+    (?:\[rank\d+\]:\s*)?
+    (?:\((?P<proc>[A-Za-z_][\w]*(?:\s+rank=\d+)?\s+pid=\d+[^)]*)\)\s+)?   # (EngineCore_DP0 pid=N)
+    (?:\[rank\d+\]:\s*)?
+    (?:
+        (?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+
+        \d\d-\d\d\s\d\d:\d\d:\d\d(?:\.\d+)?\s+
+        \[?(?P<src>[\w./<>-]+:\d+)\]?\]?\s?
+      |
+        (?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+                 # uvicorn
+    )?
+    (?P<msg>.*)$""",
+    regex.VERBOSE | regex.DOTALL,
+)
+
+
+@dataclass(frozen=True)
+class LogLine:
+    number: int  # 1-based line number in the collected text
+    raw: str  # the line as printed (cut to MAX_LINE_CHARS), ANSI removed
+    message: str  # the line without timestamp / process / level prefixes
+    level: str | None  # DEBUG/INFO/WARNING/ERROR/CRITICAL, None for unprefixed lines
+    process: str | None  # e.g. "EngineCore_DP0 pid=441"
+
+
+def _clean(text: str) -> str:
+    cleaned: str = _CONTROL.sub("", _ANSI.sub("", text))
+    return cleaned
+
+
+def parse_line(number: int, raw: str) -> LogLine:
+    raw = _clean(raw[:MAX_LINE_CHARS]).rstrip("\r")
+    m = _PREFIX.match(raw)
+    if m is None:  # cannot happen with a trailing .*, kept for type narrowing
+        return LogLine(number, raw, raw, None, None)
+    level = m.group("level")
+    if level == "WARN":
+        level = "WARNING"
+    return LogLine(number, raw, m.group("msg"), level, m.group("proc"))
+
+
+def split_lines(text: str) -> list[LogLine]:
+    """Parse a whole log. tqdm redraws with carriage returns; keep the last draw."""
+    lines: list[LogLine] = []
+    for number, chunk in enumerate(text.split("\n"), start=1):
+        if "\r" in chunk.rstrip("\r"):
+            parts = [p for p in chunk.split("\r") if p.strip()]
+            chunk = parts[-1] if parts else ""
+        if chunk.strip():
+            lines.append(parse_line(number, chunk))
+    return lines
+
+
+def decode(data: bytes) -> str:
+    """Logs are mostly UTF-8; binary garbage must not stop a scan."""
+    text: str = data.decode("utf-8", errors="replace")
+    return text

@@ -1,0 +1,165 @@
+"""vLLM's Prometheus ``/metrics``, parsed with prometheus_client's own parser.
+
+Both namings are read: V1 (``vllm:kv_cache_usage_perc``,
+``vllm:inter_token_latency_seconds``) and V0 (``vllm:gpu_cache_usage_perc``,
+``vllm:time_per_output_token_seconds``). Quantiles come from histogram
+buckets the way Prometheus' ``histogram_quantile`` computes them. One scrape
+holds the distribution since the process started; the report says so.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from prometheus_client.parser import text_string_to_metric_families
+
+# Logical name -> exposed names, newest first.
+GAUGES = {
+    "requests_running": ("vllm:num_requests_running",),
+    "requests_waiting": ("vllm:num_requests_waiting",),
+    "kv_cache_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
+}
+COUNTERS = {
+    "preemptions": ("vllm:num_preemptions",),
+    "requests_finished": ("vllm:request_success",),
+    "prompt_tokens": ("vllm:prompt_tokens",),
+    "generation_tokens": ("vllm:generation_tokens",),
+}
+HISTOGRAMS = {
+    "e2e_latency": ("vllm:e2e_request_latency_seconds",),
+    "ttft": ("vllm:time_to_first_token_seconds",),
+    "itl": ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds",
+            "vllm:request_time_per_output_token_seconds"),
+    "queue_time": ("vllm:request_queue_time_seconds",),
+    "prompt_len": ("vllm:request_prompt_tokens",),
+}
+
+
+@dataclass
+class Histogram:
+    buckets: dict[float, float] = field(default_factory=dict)  # le -> cumulative count
+    total: float = 0.0
+    count: float = 0.0
+
+    def quantile(self, q: float) -> float | None:
+        return histogram_quantile(q, sorted(self.buckets.items()))
+
+    @property
+    def mean(self) -> float | None:
+        return self.total / self.count if self.count else None
+
+
+def histogram_quantile(q: float, buckets: list[tuple[float, float]]) -> float | None:
+    """Prometheus' histogram_quantile over (upper bound, cumulative count) pairs."""
+    if not buckets or not 0 <= q <= 1 or buckets[-1][0] != math.inf:
+        return None
+    total = buckets[-1][1]
+    if total <= 0:
+        return None
+    rank = q * total
+    prev_bound, prev_count = 0.0, 0.0
+    for i, (bound, count) in enumerate(buckets):
+        if count >= rank:
+            if bound == math.inf:
+                # Prometheus returns the highest finite bound for the +Inf bucket.
+                return buckets[i - 1][0] if i > 0 else None
+            if i == 0 and bound <= 0:
+                return bound
+            in_bucket = count - prev_count
+            if in_bucket <= 0:
+                return bound
+            return prev_bound + (bound - prev_bound) * (rank - prev_count) / in_bucket
+        prev_bound, prev_count = bound, count
+    return None
+
+
+@dataclass
+class MetricsView:
+    """The vLLM metrics of one pod, summed over engines, per model name."""
+
+    models: list[str] = field(default_factory=list)
+    gauges: dict[str, float] = field(default_factory=dict)
+    counters: dict[str, float] = field(default_factory=dict)
+    histograms: dict[str, Histogram] = field(default_factory=dict)
+    exposed: dict[str, str] = field(default_factory=dict)  # logical -> exposed name used
+    cache_config: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+
+    def quantile(self, name: str, q: float) -> float | None:
+        h = self.histograms.get(name)
+        return h.quantile(q) if h else None
+
+    def derived(self) -> dict[str, float]:
+        """Flat numbers for ``metric:`` pattern leaves and the checklist."""
+        out = dict(self.gauges)
+        out.update(self.counters)
+        for name, h in self.histograms.items():
+            for label, q in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99)):
+                v = h.quantile(q)
+                if v is not None:
+                    out[f"{name}_{label}"] = v
+            out[f"{name}_count"] = h.count
+            if h.mean is not None:
+                out[f"{name}_mean"] = h.mean
+        p50, p99 = out.get("e2e_latency_p50"), out.get("e2e_latency_p99")
+        if p50 and p99 is not None:
+            out["e2e_latency_p99_over_p50"] = p99 / p50
+        t50, t99 = out.get("ttft_p50"), out.get("ttft_p99")
+        if t50 and t99 is not None:
+            out["ttft_p99_over_p50"] = t99 / t50
+        return out
+
+
+def _logical(name: str, table: Mapping[str, tuple[str, ...]]) -> str | None:
+    for logical, names in table.items():
+        if name in names:
+            return logical
+    return None
+
+
+def parse_metrics(text: str) -> MetricsView:
+    view = MetricsView()
+    models: set[str] = set()
+    try:
+        families = list(text_string_to_metric_families(text))
+    except (ValueError, TypeError, IndexError) as exc:
+        view.error = f"malformed Prometheus text: {exc}"
+        return view
+    for fam in families:
+        if not fam.name.startswith("vllm:"):
+            continue
+        if fam.name == "vllm:cache_config_info":
+            for sample in fam.samples:
+                view.cache_config.update({k: str(v) for k, v in sample.labels.items()})
+            continue
+        for sample in fam.samples:
+            if "model_name" in sample.labels:
+                models.add(sample.labels["model_name"])
+        gauge = _logical(fam.name, GAUGES)
+        counter = _logical(fam.name, COUNTERS)
+        hist = _logical(fam.name, HISTOGRAMS)
+        if gauge and (gauge not in view.exposed or view.exposed[gauge] == fam.name):
+            view.exposed[gauge] = fam.name
+            values = [s.value for s in fam.samples if s.name == fam.name]
+            if values:
+                view.gauges[gauge] = max(values) if gauge == "kv_cache_usage" else sum(values)
+        elif counter:
+            view.exposed[counter] = fam.name
+            total = sum(s.value for s in fam.samples if s.name.endswith("_total")
+                        or s.name == fam.name)
+            view.counters[counter] = view.counters.get(counter, 0.0) + total
+        elif hist and (hist not in view.exposed or view.exposed[hist] == fam.name):
+            view.exposed[hist] = fam.name
+            h = view.histograms.setdefault(hist, Histogram())
+            for s in fam.samples:
+                if s.name.endswith("_bucket"):
+                    le = float(s.labels.get("le", "nan"))
+                    h.buckets[le] = h.buckets.get(le, 0.0) + s.value
+                elif s.name.endswith("_sum"):
+                    h.total += s.value
+                elif s.name.endswith("_count"):
+                    h.count += s.value
+    view.models = sorted(models)
+    return view

@@ -1,0 +1,23 @@
+"""collect -> classify -> judge -> render, in one place the commands share."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from triage import checklist
+from triage.classify import classify
+from triage.patterns import load_patterns
+from triage.report import Report, build
+from triage.snapshot import Snapshot
+
+
+def analyze(snapshot: Snapshot, pattern_dirs: list[Path] | None = None) -> Report:
+    loaded = load_patterns(pattern_dirs or [])
+    warnings = [f"pattern skipped: {e}" for e in loaded.errors]
+    classification = classify(snapshot, loaded.patterns)
+    steps = checklist.judge(snapshot, classification)
+    return build(snapshot, classification, steps, warnings)
+
+
+def exit_code(report: Report) -> int:
+    return 1 if report["verdict"] == "fail" else 0

@@ -1,0 +1,108 @@
+"""What vLLM reports about itself while starting: capacity, load time, readiness.
+
+These lines are measurements, not failures, so they are parsed into numbers
+here rather than matched by finding patterns. Texts follow the shared
+reference (section 3), V0 and V1 wordings both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import regex
+
+from triage.logs import LogLine
+
+_NUM = r"([\d,]+(?:\.\d+)?)"
+
+
+def _n(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+_RULES: list[tuple[str, regex.Pattern[str]]] = [
+    ("kv_cache_tokens", regex.compile(r"\bKV cache size: " + _NUM + r" tokens")),
+    ("max_concurrency", regex.compile(
+        r"Maximum concurrency for " + _NUM + r" tokens per request: " + _NUM + r"x")),
+    ("gpu_blocks", regex.compile(r"# (?:GPU|cuda|xpu|hpu) blocks: " + _NUM)),
+    ("kv_cache_memory_gib", regex.compile(r"Available KV cache memory: (-?[\d.]+) ?GiB")),
+    ("weights_seconds", regex.compile(r"Loading weights took ([\d.]+) seconds")),
+    ("model_load", regex.compile(
+        r"Model loading took ([\d.]+) ?GiB(?: memory)? and ([\d.]+) seconds")),
+    ("model_load_v0", regex.compile(r"Loading model weights took ([\d.]+) GB")),
+    ("init_engine_seconds", regex.compile(
+        r"init engine \(profile, create kv cache, warmup model\) took ([\d.]+) s")),
+    ("ready", regex.compile(
+        r"Starting vLLM (?:API )?server|Application startup complete|Uvicorn running on|"
+        r"Available routes are:")),
+    ("loading", regex.compile(
+        r"Loading (?:safetensors|pt|np_cache) checkpoint shards|Loading safetensors using "
+        r"Runai|Starting to load model|Downloading|Loading weights|Capturing CUDA graph|"
+        r"Capturing cudagraphs|torch\.compile|Dynamo bytecode transform|Memory profiling")),
+    ("download", regex.compile(
+        r"(?i)Fetching \d+ files|Downloading (?:shards|model|\S+\.safetensors)|"
+        r"\.safetensors:\s+\d+%|download(?:ing)? weights")),
+]
+
+
+@dataclass
+class StartupReport:
+    """Numbers vLLM printed in one log stream; None where it did not say."""
+
+    kv_cache_tokens: int | None = None
+    max_concurrency: float | None = None
+    concurrency_tokens: int | None = None
+    gpu_blocks: int | None = None
+    kv_cache_memory_gib: float | None = None
+    weights_gib: float | None = None
+    load_seconds: float | None = None  # weights loading
+    init_engine_seconds: float | None = None
+    ready: bool = False
+    ready_line: LogLine | None = None
+    last_progress: LogLine | None = None  # last loading/progress line seen
+    downloaded: bool = False  # the weights were fetched during this start
+    evidence: dict[str, LogLine] = field(default_factory=dict)
+
+    @property
+    def startup_seconds(self) -> float | None:
+        """The best estimate of how long the server took to become ready."""
+        if self.init_engine_seconds is not None and self.load_seconds is not None:
+            return self.init_engine_seconds + self.load_seconds
+        return self.init_engine_seconds or self.load_seconds
+
+
+def read_startup(lines: list[LogLine]) -> StartupReport:
+    rep = StartupReport()
+    for line in lines:
+        msg = line.message
+        for name, rx in _RULES:
+            m = rx.search(msg)
+            if not m:
+                continue
+            if name == "kv_cache_tokens":
+                rep.kv_cache_tokens = int(_n(m.group(1)))
+            elif name == "max_concurrency":
+                rep.concurrency_tokens = int(_n(m.group(1)))
+                rep.max_concurrency = _n(m.group(2))
+            elif name == "gpu_blocks":
+                rep.gpu_blocks = int(_n(m.group(1)))
+            elif name == "kv_cache_memory_gib":
+                rep.kv_cache_memory_gib = float(m.group(1))
+            elif name == "weights_seconds":
+                rep.load_seconds = float(m.group(1))
+            elif name == "model_load":
+                rep.weights_gib = float(m.group(1))
+                rep.load_seconds = max(rep.load_seconds or 0.0, float(m.group(2)))
+            elif name == "model_load_v0":
+                rep.weights_gib = float(m.group(1))
+            elif name == "init_engine_seconds":
+                rep.init_engine_seconds = float(m.group(1))
+            elif name == "ready":
+                rep.ready = True
+                rep.ready_line = rep.ready_line or line
+            elif name == "loading":
+                rep.last_progress = line
+            elif name == "download":
+                rep.downloaded = True
+            rep.evidence.setdefault(name, line)
+    return rep

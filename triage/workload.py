@@ -1,0 +1,171 @@
+"""What the Kubernetes objects say about a vLLM workload.
+
+Pure functions over API dicts: which containers run vLLM, what a container
+requests, how its probes and volumes are set, and who owns a pod. Both the
+collector (to pick pods) and the classifier (to compute facts) use them.
+"""
+
+from __future__ import annotations
+
+import regex
+
+from triage.snapshot import Obj, Snapshot, dig, meta
+
+GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/i915", "habana.ai/gaudi")
+
+_VLLM_IMAGE = regex.compile(r"(?i)(^|/)vllm[-_/]|vllm-openai|(^|/)vllm(:|@|$)")
+_VLLM_COMMAND = regex.compile(
+    r"(?i)(^|[\s/])vllm\s+serve\b|vllm\.entrypoints\.openai\.api_server|"
+    r"vllm\.entrypoints\.api_server|(^|\s)vllm$|huggingfaceserver.*--backend[= ]vllm"
+)
+
+KSERVE_ISVC_LABEL = "serving.kserve.io/inferenceservice"
+
+
+def pod_spec(pod: Obj) -> Obj:
+    spec = pod.get("spec")
+    return spec if isinstance(spec, dict) else {}
+
+
+def containers(pod: Obj) -> list[Obj]:
+    return [c for c in pod_spec(pod).get("containers") or [] if isinstance(c, dict)]
+
+
+def command_line(container: Obj) -> list[str]:
+    return [str(x) for x in (container.get("command") or []) + (container.get("args") or [])]
+
+
+def is_vllm_container(container: Obj) -> bool:
+    image = str(container.get("image") or "")
+    if _VLLM_IMAGE.search(image):
+        return True
+    joined = " ".join(command_line(container))
+    return bool(_VLLM_COMMAND.search(joined))
+
+
+def vllm_containers(pod: Obj) -> list[Obj]:
+    return [c for c in containers(pod) if is_vllm_container(c)]
+
+
+def triage_containers(pod: Obj, selected: bool) -> list[Obj]:
+    """The containers to triage: vLLM ones, or all of a pod the user selected."""
+    return vllm_containers(pod) or (containers(pod) if selected else [])
+
+
+def container_status(pod: Obj, name: str) -> Obj:
+    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+        if isinstance(cs, dict) and cs.get("name") == name:
+            return cs
+    return {}
+
+
+def restarts(pod: Obj) -> int:
+    total = 0
+    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+        if isinstance(cs, dict):
+            total += int(cs.get("restartCount") or 0)
+    return total
+
+
+def gpu_request(container: Obj) -> int:
+    """GPUs the container asks for (limits win, as the device plugin reads them)."""
+    res = container.get("resources") or {}
+    for section in ("limits", "requests"):
+        values = res.get(section) or {}
+        for name in GPU_RESOURCES:
+            if name in values:
+                try:
+                    return int(str(values[name]))
+                except ValueError:
+                    return 0
+    return 0
+
+
+def memory_limit(container: Obj) -> str | None:
+    value = dig(container, "resources.limits.memory")
+    return str(value) if value is not None else None
+
+
+def shm_volume(pod: Obj, container: Obj) -> Obj | None:
+    """The volume mounted at /dev/shm in this container, if any."""
+    for mount in container.get("volumeMounts") or []:
+        if str(mount.get("mountPath", "")).rstrip("/") == "/dev/shm":
+            for vol in pod_spec(pod).get("volumes") or []:
+                if vol.get("name") == mount.get("name"):
+                    return dict(vol)
+    return None
+
+
+def shm_is_memory_backed(pod: Obj, container: Obj) -> bool:
+    if pod_spec(pod).get("hostIPC"):
+        return True
+    vol = shm_volume(pod, container)
+    return bool(vol and dig(vol, "emptyDir.medium") == "Memory")
+
+
+def owner_chain(snapshot: Snapshot, pod: Obj) -> list[Obj]:
+    """Pod -> ReplicaSet -> Deployment (or StatefulSet), as far as was read."""
+    chain: list[Obj] = []
+    ns = meta(pod).get("namespace", "")
+    current = pod
+    for _ in range(4):  # owners never nest deeper than this for workloads
+        refs = [r for r in meta(current).get("ownerReferences") or [] if r.get("controller")]
+        if not refs:
+            break
+        ref = refs[0]
+        kind = {"ReplicaSet": "replicasets", "Deployment": "deployments",
+                "StatefulSet": "statefulsets"}.get(str(ref.get("kind")))
+        if kind is None:
+            break
+        owner = snapshot.find(kind, ns, str(ref.get("name")))
+        if owner is None:
+            break
+        chain.append(owner)
+        current = owner
+    return chain
+
+
+def inference_service_name(pod: Obj) -> str | None:
+    labels = meta(pod).get("labels") or {}
+    name = labels.get(KSERVE_ISVC_LABEL)
+    return str(name) if name else None
+
+
+def owner_label(snapshot: Snapshot, pod: Obj) -> str | None:
+    """A short "Kind/name" of the workload a person thinks of as the owner."""
+    isvc = inference_service_name(pod)
+    if isvc:
+        return f"InferenceService/{isvc}"
+    chain = owner_chain(snapshot, pod)
+    if chain:
+        top = chain[-1]
+        return f"{top.get('kind') or _kind_of(snapshot, top)}/{meta(top).get('name')}"
+    refs = meta(pod).get("ownerReferences") or []
+    if refs:
+        return f"{refs[0].get('kind')}/{refs[0].get('name')}"
+    return None
+
+
+def _kind_of(snapshot: Snapshot, obj: Obj) -> str:
+    for kind, singular in (("deployments", "Deployment"), ("replicasets", "ReplicaSet"),
+                           ("statefulsets", "StatefulSet")):
+        if any(o is obj for o in snapshot.items(kind)):
+            return singular
+    return "Object"
+
+
+def metrics_port(container: Obj) -> int:
+    """The port vLLM serves /metrics on: --port, a named http port, or 8000."""
+    args = command_line(container)
+    for i, arg in enumerate(args):
+        if arg == "--port" and i + 1 < len(args) and args[i + 1].isdigit():
+            return int(args[i + 1])
+        if arg.startswith("--port=") and arg[7:].isdigit():
+            return int(arg[7:])
+    ports = [p for p in container.get("ports") or [] if isinstance(p, dict)]
+    for p in ports:
+        if str(p.get("name", "")).lower() in ("http", "http1", "metrics", "h2c"):
+            return int(p.get("containerPort", 8000))
+    if ports:
+        return int(ports[0].get("containerPort", 8000))
+    return 8000
