@@ -67,16 +67,20 @@ class Judge:
 
 
 def _from_findings(step: int, judge: Judge) -> StepResult | None:
-    """fail / warn straight from the findings that feed this step."""
-    hits = judge.step_findings(step)
-    if not hits:
-        return None
+    """fail / warn straight from the findings that feed this step.
+
+    A fallback finding (a crash with no known signature) names no cause, so
+    it is shown where it belongs but never decides a step's verdict.
+    """
+    hits = [(p, f) for p, f in judge.step_findings(step) if not f.pattern.fallback]
     severities = {f.pattern.severity for _, f in hits}
     verdict = FAIL if "critical" in severities else WARN if "warning" in severities else None
     if verdict is None:
         return None
     result = StepResult(step, TITLES[step], verdict)
     for pod, f in hits:
+        if f.pattern.severity == "info":
+            continue
         result.evidence.append(f"{pod.namespace}/{pod.name}: {f.id}: {f.pattern.title}")
         result.evidence += [f"  {e}" for e in f.evidence[:6]]
         if f.pattern.remediation not in result.remediation:
@@ -153,26 +157,59 @@ def step4(judge: Judge) -> StepResult:
         value = ctx.engine.number("gpu-memory-utilization")
         desc = ctx.engine.describe("gpu-memory-utilization")
         if value is None:
-            ev.append(f"{pod.namespace}/{pod.name}: {desc}: not a number")
-            verdict = WARN
-        elif GMU_LOW <= value <= GMU_HIGH:
-            ev.append(f"{pod.namespace}/{pod.name}: {desc}, within {GMU_LOW}-{GMU_HIGH}")
-        else:
-            ev.append(f"{pod.namespace}/{pod.name}: {desc}, outside {GMU_LOW}-{GMU_HIGH}")
-            verdict = WARN
+            return StepResult(4, TITLES[4], UNKNOWN, [f"{pod.namespace}/{pod.name}: {desc} is "
+                                                      "not a number vLLM would accept"])
+        inside = GMU_LOW <= value <= GMU_HIGH
+        verdict = verdict if inside else WARN
+        ev.append(f"{pod.namespace}/{pod.name}: {desc}, {'within' if inside else 'outside'} "
+                  f"{GMU_LOW}-{GMU_HIGH}")
     return StepResult(4, TITLES[4], verdict, ev)
 
 
+def _escalate_step4(result: StepResult, judge: Judge) -> StepResult:
+    """A utilisation outside the range that explains a CUDA OOM is a failure."""
+    if result.verdict != WARN:
+        return result
+    both = [p for p in judge.pods if p.has("gpu-memory-utilization") and p.has("cuda-oom")]
+    if both:
+        result.verdict = FAIL
+        result.evidence.insert(0, "the utilisation setting explains the CUDA OOM on "
+                               + ", ".join(f"{p.namespace}/{p.name}" for p in both))
+    return result
+
+
+def _metrics_views(judge: Judge) -> list[tuple[PodDiagnosis, ContainerContext]]:
+    return [(p, c) for p, c in judge.contexts() if c.metrics and not c.metrics.error]
+
+
 def _metrics_unknown(step: int, judge: Judge) -> StepResult | None:
-    views = [(p, c, c.metrics) for p, c in judge.contexts() if c.metrics and not c.metrics.error]
-    if views:
+    if _metrics_views(judge):
         return None
-    reasons = judge.unread("metrics") or [
-        f"{p.namespace}/{p.name}: /metrics not scraped (pod not running)"
-        for p, _ in judge.contexts()] or ["no metrics were read"]
-    bad = [f"{p.namespace}/{p.name}: {c.metrics.error}" for p, c in judge.contexts()
-           if c.metrics and c.metrics.error]
-    return StepResult(step, TITLES[step], UNKNOWN, bad + reasons)
+    reasons = [f"{p.namespace}/{p.name}: /metrics is not Prometheus text: {c.metrics.error}"
+               for p, c in judge.contexts() if c.metrics and c.metrics.error]
+    reasons += judge.unread("metrics")
+    if not reasons:
+        reasons = [f"{p.namespace}/{p.name}: /metrics not scraped (pod phase "
+                   f"{(p.pod.get('status') or {}).get('phase', 'unknown')}, vLLM container not "
+                   "running)" for p, _ in judge.contexts()] or ["no metrics were read"]
+    return StepResult(step, TITLES[step], UNKNOWN, reasons)
+
+
+def _latency_line(pod: PodDiagnosis, ctx: ContainerContext) -> str:
+    m = ctx.metrics
+    assert m is not None
+    d = m.derived()
+    parts = []
+    for name, label in (("e2e_latency", "e2e"), ("ttft", "TTFT"), ("queue_time", "queue")):
+        p50, p99 = d.get(f"{name}_p50"), d.get(f"{name}_p99")
+        if p50 is not None and p99 is not None:
+            parts.append(f"{label} P50 {p50:.3g}s P99 {p99:.3g}s")
+    count = int(d.get("e2e_latency_count", 0))
+    model = f" model {', '.join(m.models)}" if m.models else ""
+    if not parts:
+        return f"{pod.namespace}/{pod.name}:{model} no finished requests in the histograms yet"
+    return (f"{pod.namespace}/{pod.name}:{model} {'; '.join(parts)} over {count} requests "
+            "(one scrape: the distribution since the server started)")
 
 
 def step5(judge: Judge) -> StepResult:
@@ -180,34 +217,68 @@ def step5(judge: Judge) -> StepResult:
     if missing:
         return missing
     ev = []
-    for pod, ctx in judge.contexts():
-        m = ctx.metrics
-        if not m or m.error:
-            continue
-        d = m.derived()
-        p50, p99 = d.get("e2e_latency_p50"), d.get("e2e_latency_p99")
-        n = int(d.get("e2e_latency_count", 0))
-        if p99 is None:
-            ev.append(f"{pod.namespace}/{pod.name}: no finished requests in the latency histogram")
-            continue
-        ev.append(f"{pod.namespace}/{pod.name}: e2e latency P50 {p50:.2f}s, P99 {p99:.2f}s over "
-                  f"{n} requests since the server started (one scrape); "
-                  f"{ctx.engine.describe('max-num-batched-tokens')}")
+    for pod, ctx in _metrics_views(judge):
+        ev.append(_latency_line(pod, ctx))
+        ev.append(f"  {ctx.engine.describe('max-num-batched-tokens')}")
     return StepResult(5, TITLES[5], PASS, ev)
 
 
+def step6(judge: Judge) -> StepResult:
+    ev = []
+    for pod, ctx in judge.contexts():
+        c = ctx.container
+        observed = [r.startup_seconds for r in ctx.startup.values() if r.ready and
+                    r.startup_seconds is not None]
+        load = (f"vLLM became ready {max(observed):.0f}s after its first log line"
+                if observed else "no completed start-up in the logs read")
+        startup = ctx.fact("has_startup_probe")
+        live = c.get("livenessProbe")
+        live_txt = (f"livenessProbe initialDelaySeconds {live.get('initialDelaySeconds', 0)}, "
+                    f"periodSeconds {live.get('periodSeconds', 10)}, timeoutSeconds "
+                    f"{live.get('timeoutSeconds', 1)}, failureThreshold "
+                    f"{live.get('failureThreshold', 3)}") if live else "no livenessProbe"
+        ev.append(f"{pod.namespace}/{pod.name} ({ctx.name}): {load}; "
+                  f"{startup.text if startup else ''}; {live_txt}")
+    return StepResult(6, TITLES[6], PASS, ev)
+
+
 def _autoscalers(judge: Judge) -> list[str]:
+    """The autoscalers that act on the vLLM workloads, described for evidence."""
+    owners = {(meta(o).get("namespace"), o.get("kind") or "", meta(o).get("name"))
+              for p in judge.pods for o in workload.owner_chain(judge.snapshot, p.pod)}
+    owner_names = {(ns, name) for ns, _, name in owners}
     out = []
     for hpa in judge.snapshot.items("horizontalpodautoscalers"):
-        ref = (hpa.get("spec") or {}).get("scaleTargetRef") or {}
-        out.append(f"HPA {meta(hpa).get('name')} -> {ref.get('kind')}/{ref.get('name')}")
+        spec = hpa.get("spec") or {}
+        ref = spec.get("scaleTargetRef") or {}
+        if (meta(hpa).get("namespace"), ref.get("name")) not in owner_names:
+            continue
+        metrics = []
+        for m in spec.get("metrics") or []:
+            kind = m.get("type", "")
+            body = m.get(kind[:1].lower() + kind[1:]) or {}
+            name = body.get("name") or (body.get("metric") or {}).get("name")
+            target = body.get("target") or {}
+            value = target.get("averageUtilization") or target.get("averageValue") or \
+                target.get("value")
+            metrics.append(f"{kind} {name} target {value}")
+        out.append(f"HPA {meta(hpa).get('name')} -> {ref.get('kind')}/{ref.get('name')}: "
+                   f"replicas {spec.get('minReplicas', 1)}-{spec.get('maxReplicas')}, "
+                   f"{'; '.join(metrics) or 'default CPU 80%'}")
+    isvcs = {p.owner.split("/", 1)[1] for p in judge.pods if p.owner and
+             p.owner.startswith("InferenceService/")}
     for isvc in judge.snapshot.items("inferenceservices"):
+        if meta(isvc).get("name") not in isvcs:
+            continue
         ann = meta(isvc).get("annotations") or {}
-        keys = {k: v for k, v in ann.items() if k.startswith("autoscaling.knative.dev/")}
+        keys = {k.split("/", 1)[1]: v for k, v in ann.items()
+                if k.startswith("autoscaling.knative.dev/")}
         pred = (isvc.get("spec") or {}).get("predictor") or {}
         extra = {k: pred[k] for k in ("minReplicas", "maxReplicas", "scaleTarget", "scaleMetric")
                  if k in pred}
-        out.append(f"InferenceService {meta(isvc).get('name')}: {keys | extra}")
+        shown = ", ".join(f"{k}={v}" for k, v in (keys | extra).items()) or \
+            "KServe defaults (concurrency target 100 per pod)"
+        out.append(f"InferenceService {meta(isvc).get('name')}: {shown}")
     return out
 
 
@@ -218,52 +289,43 @@ def step7(judge: Judge) -> StepResult:
         if unread:
             return StepResult(7, TITLES[7], UNKNOWN, unread)
         return StepResult(7, TITLES[7], NA, ["no HorizontalPodAutoscaler or InferenceService "
-                                             "autoscaling targets the vLLM workloads"])
-    return StepResult(7, TITLES[7], PASS, [*scalers, "no queueing or autoscaling finding"])
+                                             "autoscaling acts on the vLLM workloads"])
+    missing = _metrics_unknown(7, judge)
+    if missing:
+        missing.evidence = scalers + ["whether requests queue is unknown: " + e
+                                      for e in missing.evidence]
+        return missing
+    ev = list(scalers)
+    for pod, ctx in _metrics_views(judge):
+        d = ctx.metrics.derived() if ctx.metrics else {}
+        ev.append(f"{pod.namespace}/{pod.name}: {d.get('requests_running', 0):g} running, "
+                  f"{d.get('requests_waiting', 0):g} waiting, KV cache usage "
+                  f"{100 * d.get('kv_cache_usage', 0):.0f}%, preemptions "
+                  f"{d.get('preemptions', 0):g}")
+    return StepResult(7, TITLES[7], PASS, ev)
 
 
 def step8(judge: Judge) -> StepResult:
+    scalers = _autoscalers(judge)
+    if scalers:
+        return StepResult(8, TITLES[8], PASS, scalers)
     ev = []
-    for hpa in judge.snapshot.items("horizontalpodautoscalers"):
-        ev.append(f"HPA {meta(hpa).get('name')}: minReplicas "
-                  f"{(hpa.get('spec') or {}).get('minReplicas', 1)}")
-    for isvc in judge.snapshot.items("inferenceservices"):
-        ann = meta(isvc).get("annotations") or {}
-        pred = (isvc.get("spec") or {}).get("predictor") or {}
-        ev.append(f"InferenceService {meta(isvc).get('name')}: minReplicas "
-                  f"{pred.get('minReplicas', ann.get(MIN_SCALE, 'unset'))}")
-    for dep in judge.snapshot.items("deployments"):
-        if any(workload.is_vllm_container(c) for c in
-               (((dep.get("spec") or {}).get("template") or {}).get("spec") or {}).get(
-                   "containers") or []):
-            ev.append(f"Deployment {meta(dep).get('name')}: replicas "
-                      f"{(dep.get('spec') or {}).get('replicas', 1)}")
+    for pod in judge.pods:
+        chain = workload.owner_chain(judge.snapshot, pod.pod)
+        top = chain[-1] if chain else None
+        if top is not None and (top.get("kind") or "") != "ReplicaSet":
+            ev.append(f"{top.get('kind', 'owner')} {meta(top).get('name')}: replicas "
+                      f"{(top.get('spec') or {}).get('replicas', 1)}, no autoscaler: "
+                      "no scale to zero")
     if not ev:
-        return StepResult(8, TITLES[8], UNKNOWN, judge.unread("deployments", "inferenceservices",
-                                                              "horizontalpodautoscalers")
-                          or ["no owning workload of the vLLM pods was read"])
-    return StepResult(8, TITLES[8], PASS, ev)
-
-
-def step6(judge: Judge) -> StepResult:
-    ev = []
-    for pod, ctx in judge.contexts():
-        c = ctx.container
-        observed = [r.startup_seconds for r in ctx.startup.values() if r.startup_seconds]
-        load = f"observed start-up {max(observed):.0f}s" if observed else \
-            "no completed start-up in the logs read"
-        startup = ctx.fact("has_startup_probe")
-        live = c.get("livenessProbe")
-        live_txt = (f"livenessProbe initialDelaySeconds {live.get('initialDelaySeconds', 0)}, "
-                    f"timeoutSeconds {live.get('timeoutSeconds', 1)}, failureThreshold "
-                    f"{live.get('failureThreshold', 3)}") if live else "no livenessProbe"
-        ev.append(f"{pod.namespace}/{pod.name} ({ctx.name}): {load}; "
-                  f"{startup.text if startup else ''}; {live_txt}")
-    return StepResult(6, TITLES[6], PASS, ev)
+        unread = judge.unread("deployments", "statefulsets", "replicasets",
+                              "horizontalpodautoscalers", "inferenceservices")
+        return StepResult(8, TITLES[8], UNKNOWN, unread or [
+            "the workload that owns the vLLM pods was not found"])
+    return StepResult(8, TITLES[8], PASS, sorted(set(ev)))
 
 
 def step9(judge: Judge) -> StepResult:
-    nodes_read = judge.snapshot.was_read("nodes")
     ev = []
     for pod in judge.pods:
         node_name = workload.pod_spec(pod.pod).get("nodeName")
@@ -276,8 +338,10 @@ def step9(judge: Judge) -> StepResult:
     if not ev:
         why = judge.unread("nodes") or ["the vLLM pods are not scheduled on any node"]
         return StepResult(9, TITLES[9], UNKNOWN, why)
-    ev.append("no disk-full, eviction, download or model-cache finding in logs and events")
-    return StepResult(9, TITLES[9], PASS if nodes_read else UNKNOWN, sorted(set(ev), key=ev.index))
+    ev = sorted(set(ev))
+    ev.append("no disk-full, eviction, download-failure or model-cache finding in logs, "
+              "events and pod specs")
+    return StepResult(9, TITLES[9], PASS, ev)
 
 
 def step10(judge: Judge) -> StepResult:
@@ -286,13 +350,22 @@ def step10(judge: Judge) -> StepResult:
         pred = (isvc.get("spec") or {}).get("predictor") or {}
         pct = pred.get("canaryTrafficPercent")
         ev.append(f"InferenceService {meta(isvc).get('name')}: "
-                  + (f"canaryTrafficPercent {pct}" if pct is not None
-                     else "no canary traffic split"))
-    rs_read = judge.snapshot.was_read("replicasets") or judge.snapshot.was_read("inferenceservices")
-    if not rs_read and not ev:
-        return StepResult(10, TITLES[10], UNKNOWN, judge.unread("replicasets", "deployments")
-                          or ["no rollout history was read"])
-    ev.append("the newest revision changed at most one of image, model, engine flags, resources")
+                  + (f"canary rollout, canaryTrafficPercent {pct}" if pct is not None
+                     else "no canary traffic split (canaryTrafficPercent unset)"))
+    for dep in judge.snapshot.items("deployments"):
+        revs = [rs for rs in judge.snapshot.items("replicasets")
+                if any(r.get("name") == meta(dep).get("name")
+                       for r in meta(rs).get("ownerReferences") or [])]
+        if revs:
+            ann = meta(dep).get("annotations") or {}
+            ev.append(f"Deployment {meta(dep).get('name')}: revision "
+                      f"{ann.get('deployment.kubernetes.io/revision', '?')}, {len(revs)} "
+                      "ReplicaSet(s) read")
+    if not ev:
+        return StepResult(10, TITLES[10], UNKNOWN, judge.unread(
+            "replicasets", "deployments", "inferenceservices") or [
+            "no rollout history (ReplicaSets or InferenceService revisions) was read"])
+    ev.append("no multi-change rollout, unpinned image or GPU surge finding")
     return StepResult(10, TITLES[10], PASS, ev)
 
 
@@ -307,6 +380,8 @@ def judge(snapshot: Snapshot, classification: Classification) -> list[StepResult
     results = []
     for step in range(1, 11):
         result = _no_pods(step, j) or _from_findings(step, j) or STEPS[step](j)
+        if step == 4:
+            result = _escalate_step4(result, j)
         results.append(result)
     return results
 

@@ -183,10 +183,8 @@ class _Evaluator:
             events += ctx.snapshot.events_about("Pod", ctx.namespace, ctx.pod_name)
         if leaf.about in ("owner", "any"):
             for owner in workload.owner_chain(ctx.snapshot, ctx.pod):
-                kind = str(owner.get("kind") or "")
-                for k in ("ReplicaSet", "Deployment", "StatefulSet") if not kind else (kind,):
-                    events += ctx.snapshot.events_about(k, ctx.namespace,
-                                                        str(meta(owner).get("name")))
+                events += ctx.snapshot.events_about(str(owner.get("kind")), ctx.namespace,
+                                                    str(meta(owner).get("name")))
         out: list[str] = []
         for ev in events:
             if leaf.type and ev.get("type") != leaf.type:

@@ -20,6 +20,9 @@ def _n(text: str) -> float:
     return float(text.replace(",", ""))
 
 
+# vLLM's own timestamp ("11-28 03:05:19", no year), used to time the start-up.
+_STAMP = regex.compile(r"\b(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b")
+
 _RULES: list[tuple[str, regex.Pattern[str]]] = [
     ("kv_cache_tokens", regex.compile(r"\bKV cache size: " + _NUM + r" tokens")),
     ("max_concurrency", regex.compile(
@@ -63,9 +66,16 @@ class StartupReport:
     downloaded: bool = False  # the weights were fetched during this start
     evidence: dict[str, LogLine] = field(default_factory=dict)
 
+    first_stamp: float | None = None  # seconds into the year of the first stamped line
+    ready_stamp: float | None = None
+
     @property
     def startup_seconds(self) -> float | None:
-        """The best estimate of how long the server took to become ready."""
+        """How long the server took from its first log line to ready, when it got there."""
+        if self.ready and self.first_stamp is not None and self.ready_stamp is not None:
+            span = self.ready_stamp - self.first_stamp
+            if span >= 0:
+                return span
         if self.init_engine_seconds is not None and self.load_seconds is not None:
             return self.init_engine_seconds + self.load_seconds
         return self.init_engine_seconds or self.load_seconds
@@ -74,6 +84,12 @@ class StartupReport:
 def read_startup(lines: list[LogLine]) -> StartupReport:
     rep = StartupReport()
     for line in lines:
+        stamp = _stamp(line.raw)
+        if stamp is not None:
+            if rep.first_stamp is None:
+                rep.first_stamp = stamp
+            if rep.ready and rep.ready_stamp is None:
+                rep.ready_stamp = stamp
         msg = line.message
         for name, rx in _RULES:
             m = rx.search(msg)
@@ -98,6 +114,8 @@ def read_startup(lines: list[LogLine]) -> StartupReport:
             elif name == "init_engine_seconds":
                 rep.init_engine_seconds = float(m.group(1))
             elif name == "ready":
+                if not rep.ready and stamp is not None:
+                    rep.ready_stamp = stamp
                 rep.ready = True
                 rep.ready_line = rep.ready_line or line
             elif name == "loading":
@@ -106,3 +124,15 @@ def read_startup(lines: list[LogLine]) -> StartupReport:
                 rep.downloaded = True
             rep.evidence.setdefault(name, line)
     return rep
+
+
+def _stamp(raw: str) -> float | None:
+    m = _STAMP.search(raw[:120])
+    if not m:
+        return None
+    month, day, hour, minute, second = (int(g) for g in m.groups())
+    if not (1 <= month <= 12 and 1 <= day <= 31 and hour < 24 and minute < 60 and second < 61):
+        return None
+    # Month lengths do not matter for a start-up that spans minutes; 31-day
+    # months keep the arithmetic monotonic across a month boundary.
+    return ((((month - 1) * 31 + day - 1) * 24 + hour) * 60 + minute) * 60.0 + second

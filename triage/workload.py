@@ -104,7 +104,11 @@ def shm_is_memory_backed(pod: Obj, container: Obj) -> bool:
 
 
 def owner_chain(snapshot: Snapshot, pod: Obj) -> list[Obj]:
-    """Pod -> ReplicaSet -> Deployment (or StatefulSet), as far as was read."""
+    """Pod -> ReplicaSet -> Deployment (or StatefulSet), as far as was read.
+
+    List items come without ``kind``; the owners returned carry the kind and
+    apiVersion from the owner reference, so callers can name them.
+    """
     chain: list[Obj] = []
     ns = meta(pod).get("namespace", "")
     current = pod
@@ -120,8 +124,8 @@ def owner_chain(snapshot: Snapshot, pod: Obj) -> list[Obj]:
         owner = snapshot.find(kind, ns, str(ref.get("name")))
         if owner is None:
             break
-        chain.append(owner)
-        current = owner
+        current = {"apiVersion": ref.get("apiVersion"), "kind": ref.get("kind"), **owner}
+        chain.append(current)
     return chain
 
 
@@ -139,19 +143,11 @@ def owner_label(snapshot: Snapshot, pod: Obj) -> str | None:
     chain = owner_chain(snapshot, pod)
     if chain:
         top = chain[-1]
-        return f"{top.get('kind') or _kind_of(snapshot, top)}/{meta(top).get('name')}"
+        return f"{top.get('kind')}/{meta(top).get('name')}"
     refs = meta(pod).get("ownerReferences") or []
     if refs:
         return f"{refs[0].get('kind')}/{refs[0].get('name')}"
     return None
-
-
-def _kind_of(snapshot: Snapshot, obj: Obj) -> str:
-    for kind, singular in (("deployments", "Deployment"), ("replicasets", "ReplicaSet"),
-                           ("statefulsets", "StatefulSet")):
-        if any(o is obj for o in snapshot.items(kind)):
-            return singular
-    return "Object"
 
 
 def metrics_port(container: Obj) -> int:
