@@ -93,6 +93,7 @@ Writer = Callable[[Report, bool], str]
 
 
 def writers() -> dict[str, Writer]:
-    from triage.report import json_report, table  # late: each writer imports its own deps
+    from triage.report import html, json_report, markdown, table  # late: each writer's deps
 
-    return {"table": table.render, "json": json_report.render}
+    return {"table": table.render, "json": json_report.render, "markdown": markdown.render,
+            "html": html.render}

@@ -1,0 +1,262 @@
+"""Markdown and HTML reports: right content, safe against hostile log text.
+
+The HTML is checked by parsing (always) and, where a headless Chromium is
+installed, by rendering a screenshot and a PDF (skipped cleanly otherwise).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import FIXTURES, fixture_names, replay, run_cli
+from triage.report import html as html_writer
+from triage.report import markdown as md_writer
+from triage.report import writers
+
+VOID = {"meta", "br", "hr", "img", "input", "link", "col", "wbr", "area", "base", "source"}
+
+
+class Page(HTMLParser):
+    """Collects tags, checks nesting, and keeps the visible text."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.stack: list[str] = []
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.errors: list[str] = []
+        self.text: list[str] = []
+        self.details_open: list[bool] = []
+        self.pre_text: list[str] = []
+        self._in_pre = 0
+        self._in_style = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        if tag == "details":
+            self.details_open.append("open" in dict(attrs))
+        if tag == "pre":
+            self._in_pre += 1
+        if tag == "style":
+            self._in_style = True
+        if tag not in VOID:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "pre":
+            self._in_pre -= 1
+        if tag == "style":
+            self._in_style = False
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"unbalanced </{tag}> (open: {self.stack[-3:]})")
+            return
+        self.stack.pop()
+
+    def handle_data(self, data: str) -> None:
+        if self._in_style:
+            return
+        self.text.append(data)
+        if self._in_pre:
+            self.pre_text.append(data)
+
+
+def parse(page: str) -> Page:
+    parser = Page()
+    parser.feed(page)
+    parser.close()
+    return parser
+
+
+def fixture_report(name: str = "cuda-oom") -> dict[str, Any]:
+    run = run_cli("analyze", str(FIXTURES / name), "-o", "json")
+    assert run.code in (0, 1), run.stderr
+    report: dict[str, Any] = run.json()
+    return report
+
+
+def hostile(report: dict[str, Any]) -> dict[str, Any]:
+    """The same report with log lines that try to break out of every container."""
+    bad = copy.deepcopy(report)
+    lines = ["<script>alert('x')</script> </pre></details><img src=x onerror=alert(1)>",
+             "```", "````` five ticks | pipe | and <b>bold</b> & ampersand",
+             "| a | b |", "[link](javascript:alert(1)) *stars* _under_"]
+    bad["summary"] = "summary | with pipe <i>and tag</i>"
+    for step in bad["checklist"]:
+        if step["verdict"] in ("fail", "warn"):
+            step["evidence"] = step["evidence"] + lines
+        step["title"] += " | <u>x</u>"
+    for pod in bad["pods"]:
+        pod["state"] = "Crash|Loop<br>"
+        for f in pod["findings"]:
+            f["evidence"] = f["evidence"] + lines
+            f["title"] += " `tick` | pipe"
+    bad["warnings"] = ["warning <script>bad()</script>"]
+    bad["unreadable"] = [{"what": "events <x>", "reason": "403 | Forbidden"}]
+    return bad
+
+
+def test_writers_registered() -> None:
+    assert {"table", "json", "markdown", "html"} <= set(writers())
+
+
+@pytest.mark.parametrize("name", fixture_names())
+def test_markdown_content(name: str) -> None:
+    report = fixture_report(name)
+    text = md_writer.render(report, False)
+    first = text.splitlines()[0]
+    assert ("FAIL" if report["verdict"] == "fail" else "PASS") in first
+    # one pod table row per pod, the checklist table with all 10 steps
+    for pod in report["pods"]:
+        row = next(line for line in text.splitlines() if pod["name"] in line
+                   and line.startswith("|"))
+        assert pod["state"] in row and f"| {pod['restarts']} |" in row
+        if pod["findings"]:
+            assert pod["findings"][0]["id"] in row
+    step_rows = [line for line in text.splitlines() if re.match(r"^\| \d+ \| ", line)]
+    assert len(step_rows) == 10
+    for step in report["checklist"]:
+        if step["verdict"] in ("fail", "warn"):
+            assert f"**Step {step['step']}." in text
+            assert step["evidence"][0] in text  # verbatim, inside a fenced block
+    for step in report["checklist"]:
+        for rem in step["remediation"] if step["verdict"] in ("fail", "warn") else []:
+            assert rem.splitlines()[0].split("`")[0][:30] in text
+    footer = text.strip().splitlines()[-1]
+    assert report["context"] in footer and (report["namespace"] or "") in footer
+    assert "UTC" in footer and report["tool_version"] in footer
+
+
+def _table_cells(line: str) -> list[str]:
+    return re.split(r"(?<!\\)\|", line.strip())[1:-1]
+
+
+def _fences(text: str) -> list[tuple[str, list[str]]]:
+    """(fence, body) pairs by CommonMark's rule: a block closes on a fence at
+    least as long as the opening one."""
+    blocks, lines, i = [], text.splitlines(), 0
+    while i < len(lines):
+        m = re.match(r"^(`{3,})", lines[i])
+        if m:
+            fence, body, i = m.group(1), [], i + 1
+            while i < len(lines) and not re.fullmatch(rf"`{{{len(fence)},}}\s*", lines[i]):
+                body.append(lines[i])
+                i += 1
+            blocks.append((fence, body))
+        i += 1
+    return blocks
+
+
+def test_markdown_escapes_hostile_text() -> None:
+    text = md_writer.render(hostile(fixture_report()), False)
+    blocks = _fences(text)
+    fenced_lines = {line for _, body in blocks for line in body}
+    # Table rows keep their column count whatever a cell holds.
+    rows = [line for line in text.splitlines()
+            if line.startswith("| ") and line not in fenced_lines]
+    assert len(rows) >= 2 + 10
+    for line in rows:
+        assert len(_table_cells(line)) == 4, line
+    # Fenced blocks survive lines of backticks: each evidence block holds the
+    # hostile lines verbatim, and nothing after it is swallowed.
+    step_blocks = [body for _, body in blocks if any("five ticks" in b for b in body)]
+    assert step_blocks and all("```" in body for body in step_blocks)
+    assert all(len(fence) >= 6 for fence, body in blocks if any("`````" in b for b in body))
+    outside = "\n".join(line for line in text.splitlines()
+                        if not any(line in body for _, body in blocks))
+    assert "<script>" not in outside and "<img" not in outside and "<b>" not in outside
+    assert "<br>" not in outside
+    assert text.strip().splitlines()[-1].startswith("<sub>")
+
+
+@pytest.mark.parametrize("name", fixture_names())
+def test_html_structure(name: str) -> None:
+    report = fixture_report(name)
+    page = html_writer.render(report, False)
+    assert page.startswith("<!DOCTYPE html>")
+    doc = parse(page)
+    assert not doc.errors, doc.errors
+    assert doc.stack == [], doc.stack
+    tags = [t for t, _ in doc.tags]
+    # self-contained: no script, no external asset of any kind
+    assert "script" not in tags and "link" not in tags and "iframe" not in tags
+    for tag, attrs in doc.tags:
+        for key in ("src", "href", "srcset", "action"):
+            assert key not in attrs, (tag, attrs)
+        assert not any(k.startswith("on") for k in attrs), (tag, attrs)
+    assert "url(" not in page and "@import" not in page
+    assert "@media print" in page
+    # one <details> per checklist step, open exactly for failing/warning steps
+    flagged = [s["verdict"] in ("fail", "warn") for s in report["checklist"]]
+    step_details = doc.details_open[-10:]
+    assert step_details == flagged
+    visible = " ".join(doc.text)
+    assert report["summary"] in visible
+    for pod in report["pods"]:
+        assert pod["name"] in visible
+    for step in report["checklist"]:
+        for ev in step["evidence"]:
+            assert ev in "".join(doc.pre_text)
+    assert "UTC" in visible and report["tool_version"] in visible
+
+
+def test_html_escapes_hostile_text() -> None:
+    bad = hostile(fixture_report())
+    page = html_writer.render(bad, False)
+    doc = parse(page)
+    assert not doc.errors and doc.stack == []
+    tags = {t for t, _ in doc.tags}
+    assert not tags & {"script", "img", "b", "i", "u", "br"}, tags
+    assert "<script>" not in page
+    # ...and the text is still there for the reader, verbatim
+    assert "<script>alert('x')</script>" in "".join(doc.pre_text)
+    assert "summary | with pipe <i>and tag</i>" in " ".join(doc.text)
+
+
+def test_output_file_markdown_and_table_on_stdout(tmp_path: Path) -> None:
+    out = tmp_path / "sub" / "report.md"
+    with replay("cuda-oom", tmp_path) as (_server, kubeconfig):
+        run = run_cli("scan", "--kubeconfig", str(kubeconfig), "-o", "markdown",
+                      "--output-file", str(out))
+    assert run.code == 1, run.stderr
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith("### vLLM triage: ") and "#### Checklist" in text
+    assert "10-step checklist" in run.stdout and "#### Checklist" not in run.stdout
+    assert f"report written to {out}" in run.stderr
+
+
+@pytest.mark.parametrize("fmt", ["json", "html", "table"])
+def test_output_file_any_format(fmt: str, tmp_path: Path) -> None:
+    out = tmp_path / f"report.{fmt}"
+    run = run_cli("analyze", str(FIXTURES / "cuda-oom"), "-o", fmt, "--output-file", str(out))
+    assert run.code == 1, run.stderr
+    text = out.read_text(encoding="utf-8")
+    expected = {"json": '"schema": "vllm-triage/report/v1"', "html": "<!DOCTYPE html>",
+                "table": "10-step checklist"}[fmt]
+    assert expected in text and "10-step checklist" in run.stdout
+
+
+CHROMIUM = next((p for p in (shutil.which("chromium"), shutil.which("chromium-browser"),
+                             shutil.which("google-chrome")) if p), None)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no headless Chromium installed")
+def test_html_renders_in_headless_browser(tmp_path: Path) -> None:
+    page = tmp_path / "report.html"
+    page.write_text(html_writer.render(hostile(fixture_report()), False), encoding="utf-8")
+    shot, pdf = tmp_path / "shot.png", tmp_path / "report.pdf"
+    base = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+            f"--user-data-dir={tmp_path / 'profile'}"]
+    subprocess.run([*base, "--window-size=1200,2400", f"--screenshot={shot}", page.as_uri()],
+                   capture_output=True, timeout=90, check=False)
+    subprocess.run([*base, "--no-pdf-header-footer", f"--print-to-pdf={pdf}", page.as_uri()],
+                   capture_output=True, timeout=90, check=False)
+    assert shot.exists() and shot.stat().st_size > 20_000  # a page was painted, not blank
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert pdf.exists() and pdf.read_bytes()[:5] == b"%PDF-"

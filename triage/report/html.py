@@ -1,0 +1,209 @@
+"""HTML writer: one self-contained page, easy to read on screen and on paper.
+
+No external asset, no script: inline CSS only, ``<details>`` for evidence
+(open for failing and warning steps, so they print expanded). Every string
+from the report passes ``html.escape``: a log line may hold ``<script>``.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from triage.report import Report
+from triage.report.markdown import utc
+
+CSS = """
+:root { color-scheme: light; --fail: #b42318; --warn: #b54708; --pass: #067647;
+  --unknown: #6941c6; --na: #667085; --line: #d0d5dd; --soft: #f2f4f7; }
+* { box-sizing: border-box; }
+body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif;
+  color: #101828; background: #fff; margin: 0 auto; max-width: 1100px; padding: 24px; }
+h1 { font-size: 1.4em; margin: 0 0 4px; }
+h2 { font-size: 1.15em; margin: 28px 0 8px; border-bottom: 1px solid var(--line);
+  padding-bottom: 4px; }
+h3 { font-size: 1em; margin: 16px 0 6px; }
+.summary { font-size: 1.05em; margin: 8px 0 0; }
+.verdict { display: inline-block; padding: 2px 10px; border-radius: 4px; color: #fff;
+  font-weight: 700; letter-spacing: .03em; }
+.verdict.fail { background: var(--fail); } .verdict.pass { background: var(--pass); }
+.badge { display: inline-block; padding: 0 8px; border-radius: 10px; font-size: .85em;
+  font-weight: 600; border: 1px solid currentColor; white-space: nowrap; }
+.v-fail, .s-critical { color: var(--fail); } .v-warn, .s-warning { color: var(--warn); }
+.v-pass { color: var(--pass); } .v-unknown, .s-info { color: var(--unknown); }
+.v-na { color: var(--na); }
+table { border-collapse: collapse; width: 100%; margin: 6px 0 12px; }
+th, td { border: 1px solid var(--line); padding: 5px 8px; text-align: left;
+  vertical-align: top; }
+th { background: var(--soft); font-weight: 600; }
+table.checklist th:nth-child(1) { width: 2.5em; }
+table.checklist th:nth-child(2) { width: 28%; }
+table.checklist th:nth-child(3) { width: 6.5em; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+tr.row-fail td:first-child { border-left: 4px solid var(--fail); }
+tr.row-warn td:first-child { border-left: 4px solid var(--warn); }
+code { font: .9em/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
+  background: var(--soft); padding: 0 3px; border-radius: 3px; overflow-wrap: anywhere; }
+pre { font: 12.5px/1.45 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
+  background: var(--soft); border: 1px solid var(--line); border-radius: 4px; padding: 8px 10px;
+  margin: 6px 0; white-space: pre-wrap; overflow-wrap: anywhere; }
+details { margin: 6px 0 10px; border: 1px solid var(--line); border-radius: 4px;
+  padding: 4px 10px; }
+details > summary { cursor: pointer; font-weight: 600; }
+details[open] > summary { margin-bottom: 4px; }
+.remedy { white-space: pre-wrap; margin: 4px 0 12px; }
+.muted { color: var(--na); }
+footer { margin-top: 32px; padding-top: 8px; border-top: 1px solid var(--line);
+  color: var(--na); font-size: .85em; }
+@media print {
+  body { max-width: none; padding: 0; font-size: 11pt; }
+  h2 { break-after: avoid; }
+  tr, pre, details { break-inside: avoid; }
+  details { border: none; padding: 0; }
+  details > summary { list-style: none; }
+  details > summary::-webkit-details-marker { display: none; }
+  .verdict, .badge, th, pre, code { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
+}
+"""
+
+_VERDICT_CLASS = {"pass": "v-pass", "warn": "v-warn", "fail": "v-fail", "unknown": "v-unknown",
+                  "n/a": "v-na"}
+_SEVERITY_CLASS = {"critical": "s-critical", "warning": "s-warning", "info": "s-info"}
+
+
+def e(value: object) -> str:
+    return escape(str(value), quote=True)
+
+
+def _verdict(verdict: str) -> str:
+    return f'<span class="badge {_VERDICT_CLASS.get(verdict, "v-na")}">{e(verdict)}</span>'
+
+
+def _severity(severity: str) -> str:
+    return f'<span class="badge {_SEVERITY_CLASS.get(severity, "s-info")}">{e(severity)}</span>'
+
+
+def _pre(lines: list[str]) -> str:
+    return "<pre>" + e("\n".join(lines)) + "</pre>"
+
+
+def render(report: Report, color: bool = False) -> str:
+    ns = report.get("namespace") or "all namespaces"
+    verdict = str(report.get("verdict", "unknown"))
+    title = f"vLLM triage: {verdict.upper()} in {ns}"
+    parts: list[str] = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{e(title)}</title>",
+        f"<style>{CSS}</style>",
+        "</head>",
+        "<body>",
+        "<header>",
+        f'<h1>vLLM triage <span class="verdict {"fail" if verdict == "fail" else "pass"}">'
+        f"{e(verdict.upper())}</span></h1>",
+        f'<p class="summary">{e(report.get("summary", ""))}</p>',
+        f'<p class="muted">namespace <code>{e(ns)}</code> · context '
+        f'<code>{e(report.get("context") or "-")}</code> · collected '
+        f'{e(utc(report.get("generated_at")))}</p>',
+        "</header>",
+    ]
+    parts += _pods(report.get("pods") or [])
+    parts += _checklist(report.get("checklist") or [])
+    parts += _remediation(report.get("checklist") or [])
+    if report.get("unreadable"):
+        parts.append("<h2>Could not read</h2><ul>")
+        parts += [f"<li>{e(u['what'])}: {e(u['reason'])}</li>" for u in report["unreadable"]]
+        parts.append("</ul>")
+    if report.get("warnings"):
+        parts.append("<h2>Warnings</h2><ul>")
+        parts += [f"<li>{e(w)}</li>" for w in report["warnings"]]
+        parts.append("</ul>")
+    footer = [f"context <code>{e(report.get('context') or '-')}</code>",
+              f"namespace <code>{e(ns)}</code>"]
+    if report.get("selector"):
+        footer.append(f"selector <code>{e(report['selector'])}</code>")
+    footer += [f"collected {e(utc(report.get('generated_at')))}",
+               f"vllm-triage {e(report.get('tool_version', ''))}",
+               f"schema {e(report.get('schema', ''))}"]
+    parts.append("<footer>" + " · ".join(footer) + "</footer>")
+    parts += ["</body>", "</html>"]
+    return "\n".join(parts) + "\n"
+
+
+def _pods(pods: list[dict[str, Any]]) -> list[str]:
+    out = ["<h2>Pods</h2>"]
+    if not pods:
+        out.append("<p>No vLLM server pods found (a container whose image or command names "
+                   "vLLM). Use <code>-l</code> to select pods by label.</p>")
+        return out
+    out.append("<table><thead><tr><th>Pod</th><th>State</th><th>Restarts</th><th>Node</th>"
+               "<th>Top finding</th></tr></thead><tbody>")
+    for pod in pods:
+        findings = pod.get("findings") or []
+        if findings:
+            top = findings[0]
+            cell = f"{_severity(top['severity'])} <code>{e(top['id'])}</code> {e(top['title'])}"
+            if len(findings) > 1:
+                cell += " <span class=\"muted\">(also " + ", ".join(
+                    f"<code>{e(f['id'])}</code>" for f in findings[1:]) + ")</span>"
+        else:
+            cell = '<span class="v-pass">no finding</span>'
+        out.append(f"<tr><td><code>{e(pod['namespace'])}/{e(pod['name'])}</code></td>"
+                   f"<td>{e(pod.get('state', ''))}</td>"
+                   f"<td class=\"num\">{e(pod.get('restarts', 0))}</td>"
+                   f"<td>{e(pod.get('node') or '-')}</td><td>{cell}</td></tr>")
+    out.append("</tbody></table>")
+    for pod in pods:
+        for f in pod.get("findings") or []:
+            where = f"{pod['namespace']}/{pod['name']}"
+            if f.get("container"):
+                where += f" ({f['container']})"
+            out.append(f"<details><summary>{_severity(f['severity'])} <code>{e(f['id'])}</code> "
+                       f"{e(f['title'])} on <code>{e(where)}</code> (step "
+                       f"{e(f.get('step', '?'))})</summary>")
+            out.append(_pre([str(x) for x in f.get("evidence") or []] or ["(no evidence)"]))
+            out.append("</details>")
+    return out
+
+
+def _checklist(steps: list[dict[str, Any]]) -> list[str]:
+    out = ["<h2>10-step checklist</h2>",
+           '<table class="checklist"><thead><tr><th>#</th><th>Step</th><th>Verdict</th>'
+           "<th>Evidence</th></tr>"
+           "</thead><tbody>"]
+    for s in steps:
+        verdict = str(s.get("verdict", ""))
+        evidence = [str(x) for x in s.get("evidence") or []]
+        top = [x for x in evidence if not x.startswith("  ")]
+        first = e(top[0]) if top else ""
+        if len(evidence) > 1:
+            first += f' <span class="muted">(+{len(evidence) - 1} more, below)</span>'
+        row_class = f' class="row-{verdict}"' if verdict in ("fail", "warn") else ""
+        out.append(f"<tr{row_class}><td class=\"num\">{e(s['step'])}</td><td>{e(s['title'])}"
+                   f"</td><td>{_verdict(verdict)}</td><td>{first}</td></tr>")
+    out.append("</tbody></table>")
+    out.append("<h2>Evidence</h2>")
+    for s in steps:
+        verdict = str(s.get("verdict", ""))
+        is_open = " open" if verdict in ("fail", "warn") else ""
+        evidence = [str(x) for x in s.get("evidence") or []] or ["(no evidence)"]
+        out.append(f'<details{is_open} id="step-{e(s["step"])}"><summary>Step {e(s["step"])}. '
+                   f"{e(s['title'])} {_verdict(verdict)}</summary>")
+        out.append(_pre(evidence))
+        out.append("</details>")
+    return out
+
+
+def _remediation(steps: list[dict[str, Any]]) -> list[str]:
+    flagged = [s for s in steps if s.get("verdict") in ("fail", "warn") and s.get("remediation")]
+    if not flagged:
+        return []
+    out = ["<h2>What to do</h2>"]
+    for s in flagged:
+        out.append(f"<h3>Step {e(s['step'])}. {e(s['title'])} {_verdict(str(s['verdict']))}</h3>")
+        for rem in s["remediation"]:
+            out.append(f'<div class="remedy">{e(rem)}</div>')
+    return out
