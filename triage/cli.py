@@ -75,7 +75,7 @@ def _root(
 
 
 def _stderr() -> Console:
-    return Console(stderr=True, highlight=False)
+    return Console(stderr=True, highlight=False, soft_wrap=True)  # paths stay on one line
 
 
 def _fail(message: str, code: int) -> None:
