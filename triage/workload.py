@@ -35,11 +35,22 @@ def command_line(container: Obj) -> list[str]:
     return [str(x) for x in (container.get("command") or []) + (container.get("args") or [])]
 
 
+# KServe's Hugging Face runtime serves with vLLM unless told otherwise.
+_KSERVE_HF_IMAGE = regex.compile(r"(?i)(^|/)huggingfaceserver(:|@|$)")
+_KSERVE_NOT_VLLM = regex.compile(r"--backend[= ](?:huggingface|hf)\b")
+
+
+# Routers and gateways in front of vLLM carry its name but serve no model.
+_NOT_A_SERVER = regex.compile(r"(?i)router|gateway|proxy|exporter")
+
+
 def is_vllm_container(container: Obj) -> bool:
     image = str(container.get("image") or "")
-    if _VLLM_IMAGE.search(image):
+    if _VLLM_IMAGE.search(image) and not _NOT_A_SERVER.search(image.rsplit("/", 1)[-1]):
         return True
     joined = " ".join(command_line(container))
+    if _KSERVE_HF_IMAGE.search(image):
+        return not _KSERVE_NOT_VLLM.search(joined)
     return bool(_VLLM_COMMAND.search(joined))
 
 
