@@ -257,6 +257,21 @@ def analyze(
     raise typer.Exit(pipeline.exit_code(report))
 
 
+@app.command("patterns")
+def list_patterns(
+    patterns: PatternsOpt = None,
+) -> None:
+    """List the finding patterns and check every pattern file (exit 2 if one is malformed)."""
+    from triage.patterns import load_patterns
+
+    loaded = load_patterns(list(patterns or []))
+    for p in loaded.patterns:
+        typer.echo(f"{p.id:28} {p.severity:9} step {p.step:<3} {p.title}  [{p.source}]")
+    for err in loaded.errors:
+        _stderr().print(f"vllm-triage: error: {err}", markup=False)
+    raise typer.Exit(EXIT_USAGE if loaded.errors else EXIT_OK)
+
+
 def main() -> None:
     # kubectl passes plugin flags through unchanged; nothing to translate.
     app(prog_name="vllm-triage")
