@@ -32,6 +32,8 @@ from triage.snapshot import LOG_STREAMS, Obj, Snapshot, dig, meta
 # No single regex search may take longer than this; a pattern that hits it
 # is treated as not matching that line and reported, never allowed to hang.
 REGEX_TIMEOUT_S = 0.25
+# The one search over a whole log that decides whether a leaf can match at all.
+PREFILTER_TIMEOUT_S = 2.0
 MAX_MATCHES_PER_LEAF = 3
 SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 
@@ -81,6 +83,26 @@ class Classification:
 class _Evaluator:
     def __init__(self, warnings: list[str]) -> None:
         self.warnings = warnings
+        # (container context, stream) -> every message of the stream, one per line
+        self._joined: dict[tuple[int, str], str] = {}
+
+    def _may_match(self, leaf: LogLeaf, ctx: ContainerContext, stream: str) -> bool:
+        """One C-speed search over the whole stream before the per-line pass.
+
+        Most leaves match nothing in most logs; this keeps a scan linear in
+        log size instead of lines x leaves Python calls. A message that
+        matches on its own also matches inside the joined text, so this
+        never hides a match.
+        """
+        key = (id(ctx), stream)
+        text = self._joined.get(key)
+        if text is None:
+            text = "\n".join(line.message for line in ctx.lines.get(stream, []))
+            self._joined[key] = text
+        try:
+            return leaf.regex.search(text, timeout=PREFILTER_TIMEOUT_S) is not None
+        except TimeoutError:
+            return True
 
     def search(self, rx: Any, text: str, pattern_id: str) -> Any:
         try:
@@ -141,7 +163,7 @@ class _Evaluator:
         streams = LOG_STREAMS if leaf.stream == "any" else (leaf.stream,)
         for stream in streams:
             lines = ctx.lines.get(stream)
-            if not lines:
+            if not lines or (not leaf.tail and not self._may_match(leaf, ctx, stream)):
                 continue
             window = lines[-leaf.tail:] if leaf.tail else lines
             for idx, line in enumerate(window):

@@ -54,7 +54,6 @@ class LogLeaf:
     levels: tuple[str, ...] = DEFAULT_LOG_LEVELS
     tail: int | None = None  # only the last N lines of the stream
     context: int = 1
-    capture: str | None = None  # label for named groups in evidence
 
 
 @dataclass(frozen=True)
@@ -257,7 +256,7 @@ class _Reader:
         raise self.fail(at, "unknown condition kind")
 
     def log_leaf(self, body: dict[str, Any], at: str) -> LogLeaf:
-        unknown = set(body) - {"regex", "stream", "levels", "tail", "context", "capture"}
+        unknown = set(body) - {"regex", "stream", "levels", "tail", "context"}
         if unknown:
             raise self.fail(f"{at}.{sorted(unknown)[0]}", "unknown key")
         stream = body.get("stream", "any")
