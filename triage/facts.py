@@ -149,6 +149,17 @@ def _startup_probe(ctx: ContainerContext) -> Fact:
                       f"{probe.get('failureThreshold', 3)})")
 
 
+def _unschedulable(ctx: ContainerContext) -> Fact:
+    """The scheduler's message when the pod's PodScheduled condition is False."""
+    for cond in (ctx.pod.get("status") or {}).get("conditions") or []:
+        if isinstance(cond, dict) and cond.get("type") == "PodScheduled" and \
+                str(cond.get("status")) == "False":
+            msg = str(cond.get("message") or cond.get("reason") or "Unschedulable")
+            return Fact(msg, f"pod {ctx.pod_name} condition PodScheduled=False, reason "
+                             f"{cond.get('reason')}: {msg}")
+    return Fact(None, f"pod {ctx.pod_name} is not reported unschedulable")
+
+
 FACTS: dict[str, Callable[[ContainerContext], Fact]] = {
     "gpu_request": _gpu_request,
     "tensor_parallel_size": _parallel("tensor-parallel-size"),
@@ -158,4 +169,5 @@ FACTS: dict[str, Callable[[ContainerContext], Fact]] = {
     "restart_count": _restart_count,
     "last_exit_code": _last_exit,
     "has_startup_probe": _startup_probe,
+    "unschedulable": _unschedulable,
 }
