@@ -176,3 +176,129 @@ def metrics_port(container: Obj) -> int:
     if ports:
         return int(ports[0].get("containerPort", 8000))
     return 8000
+
+
+# --- Workload-level lookups used by facts (owners, autoscalers, rollouts) ---
+
+_OWNER_PLURAL = {"ReplicaSet": "replicasets", "Deployment": "deployments",
+                 "StatefulSet": "statefulsets"}
+REVISION_ANNOTATION = "deployment.kubernetes.io/revision"
+
+
+def controller_ref(obj: Obj) -> Obj | None:
+    refs = [r for r in meta(obj).get("ownerReferences") or [] if isinstance(r, dict)]
+    return next((r for r in refs if r.get("controller")), refs[0] if refs else None)
+
+
+def workload_owner(snapshot: Snapshot, pod: Obj) -> tuple[str, Obj] | None:
+    """The Deployment or StatefulSet that runs this pod, as (kind, object)."""
+    ns = str(meta(pod).get("namespace", ""))
+    current, kind = pod, ""
+    found: tuple[str, Obj] | None = None
+    for _ in range(3):
+        ref = controller_ref(current)
+        if ref is None:
+            break
+        kind = str(ref.get("kind") or "")
+        plural = _OWNER_PLURAL.get(kind)
+        if plural is None:
+            break
+        owner = snapshot.find(plural, ns, str(ref.get("name")))
+        if owner is None:
+            break
+        if kind in ("Deployment", "StatefulSet"):
+            found = (kind, owner)
+        current = owner
+    return found
+
+
+def pod_replicaset(snapshot: Snapshot, pod: Obj) -> Obj | None:
+    ref = controller_ref(pod)
+    if ref is None or ref.get("kind") != "ReplicaSet":
+        return None
+    return snapshot.find("replicasets", str(meta(pod).get("namespace", "")),
+                         str(ref.get("name")))
+
+
+def revision(obj: Obj) -> int:
+    try:
+        return int(str((meta(obj).get("annotations") or {}).get(REVISION_ANNOTATION, "0")))
+    except ValueError:
+        return 0
+
+
+def replicasets_of(snapshot: Snapshot, deployment: Obj) -> list[Obj]:
+    """The Deployment's ReplicaSets, newest revision first."""
+    ns, name = meta(deployment).get("namespace"), meta(deployment).get("name")
+    out = []
+    for rs in snapshot.items("replicasets"):
+        ref = controller_ref(rs)
+        if (meta(rs).get("namespace") == ns and ref is not None
+                and ref.get("kind") == "Deployment" and ref.get("name") == name):
+            out.append(rs)
+    return sorted(out, key=revision, reverse=True)
+
+
+def autoscalers_for(snapshot: Snapshot, kind: str, name: str, namespace: str) -> list[Obj]:
+    """HorizontalPodAutoscalers whose scaleTargetRef is this workload."""
+    out = []
+    for hpa in snapshot.items("horizontalpodautoscalers"):
+        ref = (hpa.get("spec") or {}).get("scaleTargetRef") or {}
+        if (meta(hpa).get("namespace") == namespace and ref.get("kind") == kind
+                and ref.get("name") == name):
+            out.append(hpa)
+    return out
+
+
+def inference_service(snapshot: Snapshot, pod: Obj) -> Obj | None:
+    name = inference_service_name(pod)
+    if not name:
+        return None
+    return snapshot.find("inferenceservices", str(meta(pod).get("namespace", "")), name)
+
+
+def template_containers(obj: Obj) -> list[Obj]:
+    """Containers of a Deployment / ReplicaSet / StatefulSet pod template."""
+    spec = dig(obj, "spec.template.spec") or {}
+    return [c for c in spec.get("containers") or [] if isinstance(c, dict)]
+
+
+def split_image(image: str) -> tuple[str, str | None, str | None]:
+    """``repo[:tag][@digest]`` -> (repo, tag, digest); a registry port is not a tag."""
+    rest, _, digest = image.partition("@")
+    slash = rest.rfind("/")
+    colon = rest.rfind(":")
+    if colon > slash:
+        return rest[:colon], rest[colon + 1:], digest or None
+    return rest, None, digest or None
+
+
+def scaled_count(value: object, replicas: int, round_up: bool) -> int:
+    """An int-or-percent rollout field (maxSurge "25%") as a pod count, as the controller does."""
+    text = str(value).strip()
+    if text.endswith("%"):
+        try:
+            pct = float(text[:-1])
+        except ValueError:
+            return 0
+        exact = pct * replicas / 100
+        whole = int(exact)
+        return whole + 1 if round_up and exact > whole else whole
+    try:
+        return int(text)
+    except ValueError:
+        return 0
+
+
+def volume_for_path(pod: Obj, container: Obj, path: str) -> tuple[Obj, Obj] | None:
+    """The (volumeMount, volume) holding ``path`` in this container: the longest mountPath."""
+    best: tuple[Obj, Obj] | None = None
+    best_len = -1
+    volumes = {v.get("name"): v for v in pod_spec(pod).get("volumes") or [] if isinstance(v, dict)}
+    for mount in container.get("volumeMounts") or []:
+        mp = str(mount.get("mountPath", "")).rstrip("/") or "/"
+        if (path == mp or path.startswith(mp + "/") or mp == "/") and len(mp) > best_len:
+            vol = volumes.get(mount.get("name"))
+            if vol is not None:
+                best, best_len = (dict(mount), dict(vol)), len(mp)
+    return best
