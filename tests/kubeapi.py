@@ -24,6 +24,8 @@ import contextlib
 import datetime as dt
 import ipaddress
 import json
+import re
+import select
 import ssl
 import tempfile
 import threading
@@ -79,7 +81,11 @@ class Fixture:
                 p = root / "objects" / f"{plural}{ext}"
                 if p.exists():
                     data = yaml.safe_load(p.read_text())
-                    self.objects[plural] = list(data.get("items") or [])
+                    # A real API server lists in etcd key order: namespace, then name.
+                    self.objects[plural] = sorted(
+                        data.get("items") or [],
+                        key=lambda o: ((o.get("metadata") or {}).get("namespace") or "",
+                                       (o.get("metadata") or {}).get("name") or ""))
         namespaces = sorted({(o.get("metadata") or {}).get("namespace") for items in
                              self.objects.values() for o in items} - {None})
         if "namespaces" not in self.objects:
@@ -101,10 +107,25 @@ class Fixture:
         return self.root / "metrics" / ns / f"{pod}.txt"
 
 
-def _match_labels(labels: dict[str, str], selector: str) -> bool:
-    """Equality- and set-based label selectors, as the API server accepts them."""
-    if not selector:
-        return True
+_LABEL_NAME = r"[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+_LABEL_KEY = re.compile(rf"^(?:[a-z0-9](?:[-a-z0-9.]{{0,251}}[a-z0-9])?/)?{_LABEL_NAME}$")
+_LABEL_VALUE = re.compile(rf"^(?:{_LABEL_NAME})?$")
+_TERM = re.compile(r"""^\s*(?:
+      (?P<not>!)\s*(?P<nkey>[^\s!=(),]+)
+    | (?P<skey>[^\s!=(),<>]+)\s+(?P<setop>in|notin)\s*\((?P<vals>[^()]*)\)
+    | (?P<ekey>[^\s!=(),<>]+)\s*(?P<eop>==|!=|=|>|<)\s*(?P<val>[^\s!=(),<>]*)
+    | (?P<key>[^\s!=(),<>]+)
+    )\s*$""", re.VERBOSE)
+
+Requirement = tuple[str, str, list[str]]  # key, operator, values
+
+
+class SelectorError(ValueError):
+    pass
+
+
+def parse_label_selector(selector: str) -> list[Requirement]:
+    """Parse a label selector the way the API server does; a bad one raises SelectorError."""
     parts, depth, cur = [], 0, ""
     for ch in selector:
         depth += ch == "("
@@ -115,36 +136,89 @@ def _match_labels(labels: dict[str, str], selector: str) -> bool:
         else:
             cur += ch
     parts.append(cur)
+    reqs: list[Requirement] = []
     for raw in parts:
-        term = raw.strip()
-        if not term:
+        if not raw.strip():
+            if selector.strip():
+                raise SelectorError(f"unable to parse requirement: found ',', expected: "
+                                    f"identifier in {selector!r}")
             continue
-        if " notin " in term:
-            key, _, vals = term.partition(" notin ")
-            if labels.get(key.strip()) in _set(vals):
-                return False
-        elif " in " in term:
-            key, _, vals = term.partition(" in ")
-            if labels.get(key.strip()) not in _set(vals):
-                return False
-        elif "!=" in term:
-            key, _, val = term.partition("!=")
-            if labels.get(key.strip()) == val.strip():
-                return False
-        elif "==" in term or "=" in term:
-            key, _, val = term.partition("==") if "==" in term else term.partition("=")
-            if labels.get(key.strip()) != val.strip():
-                return False
-        elif term.startswith("!"):
-            if term[1:].strip() in labels:
-                return False
-        elif term not in labels:
+        m = _TERM.match(raw)
+        if m is None:
+            raise SelectorError(f"unable to parse requirement: {raw.strip()!r}: found "
+                                f"unexpected token, expected: '=', '!=', '==', 'in', notin'")
+        if m.group("nkey"):
+            key, op, vals = m.group("nkey"), "!", []
+        elif m.group("skey"):
+            key, op = m.group("skey"), m.group("setop")
+            vals = [v.strip() for v in m.group("vals").split(",")]
+        elif m.group("ekey"):
+            key, op, vals = m.group("ekey"), m.group("eop"), [m.group("val")]
+        else:
+            key, op, vals = m.group("key"), "exists", []
+        if not _LABEL_KEY.match(key):
+            raise SelectorError(f"unable to parse requirement: values[0][{key}]: Invalid "
+                                f"value: {key!r}: name part must consist of alphanumeric "
+                                "characters, '-', '_' or '.'")
+        for v in vals:
+            if not _LABEL_VALUE.match(v) or (op in (">", "<") and not v.isdigit()):
+                raise SelectorError(f"unable to parse requirement: values[0][{key}]: Invalid "
+                                    f"value: {v!r}: a valid label must be an empty string or "
+                                    "consist of alphanumeric characters, '-', '_' or '.'")
+        reqs.append((key, op, vals))
+    return reqs
+
+
+def _match_labels(labels: dict[str, str], selector: str) -> bool:
+    """Equality- and set-based label selectors, as the API server accepts them."""
+    for key, op, vals in parse_label_selector(selector or ""):
+        have = labels.get(key)
+        if op == "exists" and key not in labels:
             return False
+        if op == "!" and key in labels:
+            return False
+        if op in ("=", "==", "in") and have not in vals:
+            return False
+        if op in ("!=", "notin") and have in vals:
+            return False
+        if op in (">", "<"):
+            if have is None or not have.lstrip("-").isdigit():
+                return False
+            if (int(have) > int(vals[0])) != (op == ">") or int(have) == int(vals[0]):
+                return False
     return True
 
 
-def _set(text: str) -> set[str]:
-    return {v.strip() for v in text.strip().strip("()").split(",")}
+# Fields the API server lets a field selector name, per kind (every kind has
+# metadata.name and metadata.namespace); anything else is a 400.
+FIELD_SELECTABLE = {
+    "pods": {"spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
+             "spec.serviceAccountName", "spec.hostNetwork", "status.phase", "status.podIP",
+             "status.podIPs", "status.nominatedNodeName"},
+    "events": {"involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
+               "involvedObject.uid", "involvedObject.apiVersion",
+               "involvedObject.resourceVersion", "involvedObject.fieldPath", "reason",
+               "reportingComponent", "source", "type"},
+    "nodes": {"spec.unschedulable"},
+    "replicasets": {"status.replicas"},
+    "namespaces": {"status.phase"},
+    "secrets": {"type"},
+}
+
+
+def _field_terms(plural: str, selector: str) -> list[tuple[str, bool, str]]:
+    allowed = FIELD_SELECTABLE.get(plural, set()) | {"metadata.name", "metadata.namespace"}
+    terms = []
+    for term in filter(None, (t.strip() for t in selector.split(","))):
+        neg = "!=" in term
+        key, sep, val = term.partition("!=") if neg else (
+            term.partition("==") if "==" in term else term.partition("="))
+        if not sep:
+            raise SelectorError(f"invalid selector: '{selector}'; can't understand '{term}'")
+        if key.strip() not in allowed:
+            raise SelectorError(f"field label not supported: {key.strip()}")
+        terms.append((key.strip(), neg, val.strip()))
+    return terms
 
 
 def _dig(obj: Any, path: str) -> Any:
@@ -155,16 +229,33 @@ def _dig(obj: Any, path: str) -> Any:
     return obj
 
 
-def _match_fields(obj: dict[str, Any], selector: str) -> bool:
-    for term in filter(None, (t.strip() for t in selector.split(","))):
-        neg = "!=" in term
-        key, _, val = term.partition("!=") if neg else (
-            term.partition("==") if "==" in term else term.partition("="))
-        actual = _dig(obj, key.strip())
-        actual_s = "" if actual is None else str(actual)
-        if (actual_s == val.strip()) == neg:
+def _match_fields(obj: dict[str, Any], terms: list[tuple[str, bool, str]]) -> bool:
+    for key, neg, val in terms:
+        actual = _dig(obj, key)
+        if key == "source":
+            actual = _dig(obj, "source.component") or obj.get("reportingComponent")
+        actual_s = "" if actual is None else str(actual).lower() if isinstance(
+            actual, bool) else str(actual)
+        if (actual_s == val) == neg:
             return False
     return True
+
+
+def _listening_ports(pod: dict[str, Any]) -> set[str]:
+    """Ports a replayed pod answers on: declared container ports and vLLM's --port."""
+    ports = set()
+    for c in (pod.get("spec") or {}).get("containers") or []:
+        ports |= {str(p.get("containerPort")) for p in c.get("ports") or []}
+        args = [str(a) for a in (c.get("command") or []) + (c.get("args") or [])]
+        for i, a in enumerate(args):
+            if a == "--port" and i + 1 < len(args):
+                ports.add(args[i + 1])
+            elif a.startswith("--port="):
+                ports.add(a.split("=", 1)[1])
+        if not c.get("ports") and not any(a.startswith("--port") for a in args) and any(
+                "vllm" in x for x in [str(c.get("image", "")), *args]):
+            ports.add("8000")  # vLLM's default
+    return ports
 
 
 def _age(ts: str | None) -> str:
@@ -189,6 +280,12 @@ def _table(plural: str, items: list[dict[str, Any]], list_meta: dict[str, Any]) 
         cols += [{"name": n, "type": t, "format": "", "description": n} for n, t in
                  (("Ready", "string"), ("Status", "string"), ("Restarts", "string"),
                   ("Age", "string"))]
+        # priority 1: only with -o wide, as the API server's pod printer does
+        cols += [{"name": n, "type": "string", "format": "", "description": n, "priority": 1}
+                 for n in ("IP", "Node", "Nominated Node", "Readiness Gates")]
+    elif plural == "nodes":
+        cols += [{"name": n, "type": "string", "format": "", "description": n} for n in
+                 ("Status", "Roles", "Age", "Version")]
     elif plural == "events":
         cols = [{"name": n, "type": "string", "format": "", "description": n} for n in
                 ("Last Seen", "Type", "Reason", "Object", "Message")]
@@ -207,8 +304,28 @@ def _table(plural: str, items: list[dict[str, Any]], list_meta: dict[str, Any]) 
                 elif st.get("terminated", {}).get("reason"):
                     reason = st["terminated"]["reason"]
             restarts = sum(int(c.get("restartCount") or 0) for c in statuses)
+            status = obj.get("status") or {}
+            if status.get("reason"):
+                reason = status["reason"]
+            if md.get("deletionTimestamp"):
+                reason = "Terminating"
             cells = [md.get("name"), f"{ready}/{len(statuses) or len(obj['spec']['containers'])}",
-                     reason, str(restarts), _age(md.get("creationTimestamp"))]
+                     reason, str(restarts), _age(md.get("creationTimestamp")),
+                     status.get("podIP") or "<none>",
+                     (obj.get("spec") or {}).get("nodeName") or "<none>",
+                     status.get("nominatedNodeName") or "<none>", "<none>"]
+        elif plural == "nodes":
+            conds = {c.get("type"): c.get("status") for c in
+                     (obj.get("status") or {}).get("conditions") or []}
+            state = "Ready" if conds.get("Ready") == "True" else "NotReady"
+            if (obj.get("spec") or {}).get("unschedulable"):
+                state += ",SchedulingDisabled"
+            roles = sorted(k.split("/", 1)[1] for k in (md.get("labels") or {})
+                           if k.startswith("node-role.kubernetes.io/"))
+            version = ((obj.get("status") or {}).get("nodeInfo") or {}).get(
+                "kubeletVersion", "")
+            cells = [md.get("name"), state, ",".join(roles) or "<none>",
+                     _age(md.get("creationTimestamp")), version]
         elif plural == "events":
             inv = obj.get("involvedObject") or {}
             cells = [_age(obj.get("lastTimestamp")), obj.get("type"), obj.get("reason"),
@@ -246,6 +363,11 @@ class Handler(BaseHTTPRequestHandler):
 
     def _refuse(self) -> None:
         self._record()
+        # Read the body so it is not taken for the next request on this connection.
+        length = self.headers.get("Content-Length", "")
+        if length.isdigit():
+            self.rfile.read(int(length))
+        self.close_connection = True
         self._send(405, _status(405, "MethodNotAllowed",
                                 "the test API server only serves GET requests"))
 
@@ -312,18 +434,7 @@ class Handler(BaseHTTPRequestHandler):
         items = [o for o in fx.objects.get(plural, [])
                  if ns is None or (o.get("metadata") or {}).get("namespace") == ns]
         if len(rest) == 1:
-            items = [o for o in items if _match_labels(
-                (o.get("metadata") or {}).get("labels") or {}, query.get("labelSelector", ""))]
-            items = [o for o in items if _match_fields(o, query.get("fieldSelector", ""))]
-            list_meta = {"resourceVersion": "424242"}
-            if "as=Table" in accept:
-                self._send(200, _table(plural, items, list_meta))
-                return
-            clean = [{k: v for k, v in o.items() if k not in ("apiVersion", "kind")}
-                     for o in items]
-            api_version = f"{group}/{version}" if group else version
-            self._send(200, {"kind": f"{spec[2]}List", "apiVersion": api_version,
-                             "metadata": list_meta, "items": clean})
+            self._list(plural, spec, group, version, items, query, accept)
             return
         name = rest[1]
         if plural == "pods" and ":" in name and len(rest) >= 3 and rest[2] == "proxy":
@@ -350,11 +461,92 @@ class Handler(BaseHTTPRequestHandler):
         self._send(404, _status(404, "NotFound", "the server could not find the requested "
                                 "resource"))
 
+    def _list(self, plural: str, spec: tuple[str, str, str, bool, list[str]], group: str,
+              version: str, items: list[dict[str, Any]], query: dict[str, str],
+              accept: str) -> None:
+        label_sel, field_sel = query.get("labelSelector", ""), query.get("fieldSelector", "")
+        try:
+            terms = _field_terms(plural, field_sel)
+            items = [o for o in items if _match_labels(
+                (o.get("metadata") or {}).get("labels") or {}, label_sel)]
+        except SelectorError as exc:
+            # kubectl itself wraps this in 'Unable to find "/v1, Resource=pods" that match...'
+            self._send(400, _status(400, "BadRequest", str(exc)))
+            return
+        items = [o for o in items if _match_fields(o, terms)]
+        list_meta: dict[str, Any] = {"resourceVersion": "424242"}
+        if query.get("watch") in ("true", "1"):
+            self._watch(plural, items, accept, query)
+            return
+        # Paging the way the API server does it: limit, then an opaque continue token.
+        start = 0
+        token = query.get("continue", "")
+        if token:
+            try:
+                start = int(json.loads(base64.b64decode(token))["start"])
+            except (ValueError, KeyError, TypeError):
+                self._send(400, _status(400, "BadRequest", "continue key is not valid: "
+                                        "incorrect encoded start resourceVersion"))
+                return
+        limit = query.get("limit", "")
+        if limit.isdigit() and int(limit) > 0:
+            end = start + int(limit)
+            if end < len(items):
+                list_meta["continue"] = base64.b64encode(
+                    json.dumps({"v": "meta.k8s.io/v1", "rv": 424242, "start": end}).encode()
+                ).decode()
+                list_meta["remainingItemCount"] = len(items) - end
+            items = items[start:end]
+        else:
+            items = items[start:]
+        if "as=Table" in accept:
+            self._send(200, _table(plural, items, list_meta))
+            return
+        clean = [{k: v for k, v in o.items() if k not in ("apiVersion", "kind")}
+                 for o in items]
+        api_version = f"{group}/{version}" if group else version
+        self._send(200, {"kind": f"{spec[2]}List", "apiVersion": api_version,
+                         "metadata": list_meta, "items": clean})
+
+    def _watch(self, plural: str, items: list[dict[str, Any]], accept: str,
+               query: dict[str, str]) -> None:
+        """A watch: ADDED for every object, then nothing until timeoutSeconds or the client
+        hangs up (the replayed cluster never changes)."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+        def chunk(data: bytes) -> None:
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+
+        # From a resourceVersion (kubectl -w lists first) only later changes come, and a
+        # replayed cluster has none; from none or "0" every object arrives as ADDED.
+        initial = items if query.get("resourceVersion", "") in ("", "0") else []
+        for obj in initial:
+            body = _table(plural, [obj], {"resourceVersion": "424242"}) \
+                if "as=Table" in accept else obj
+            chunk(json.dumps({"type": "ADDED", "object": body}).encode() + b"\n")
+        timeout = query.get("timeoutSeconds", "")
+        deadline = time.monotonic() + (float(timeout) if timeout.isdigit() else 1800.0)
+        while time.monotonic() < deadline and not self.server.stopping.is_set():
+            readable, _, _ = select.select([self.connection], [], [], 0.2)
+            if readable:
+                try:
+                    if not self.connection.recv(1):
+                        break  # the client hung up
+                except (OSError, ssl.SSLError):
+                    break
+        with contextlib.suppress(OSError):
+            self.wfile.write(b"0\r\n\r\n")
+        self.close_connection = True
+
     def _fault(self, kind: str, ns: str | None, rest: list[str]) -> bool:
         faults = self.server.fixture.faults
         slow = (faults.get("slow") or {}).get(kind)
         if slow:
-            time.sleep(float(slow))
+            self.server.stopping.wait(float(slow))
         if kind in (faults.get("forbidden") or []):
             scope = f' in the namespace "{ns}"' if ns else " at the cluster scope"
             verb = "list" if len(rest) == 1 else "get"
@@ -384,25 +576,32 @@ class Handler(BaseHTTPRequestHandler):
                                     f"pod {name}"))
             return
         previous = query.get("previous") == "true"
-        path = self.server.fixture.log(ns, name, container, previous)
         status = next((c for c in (pod.get("status") or {}).get("containerStatuses") or []
                        if c.get("name") == container), {})
         state = status.get("state") or {}
-        if not previous and not state.get("running") and not state.get("terminated") and \
-                (status.get("lastState") or {}).get("terminated"):
-            # kubelet: a container waiting to restart serves its last run's log
-            path = self.server.fixture.log(ns, name, container, True)
-        if not path.exists():
-            if previous:
+        last = (status.get("lastState") or {}).get("terminated")
+        # The kubelet picks the container instance from the pod status, not from what
+        # is on disk (kubelet validateContainerLogStatus).
+        if previous:
+            if not last and not state.get("terminated"):
                 self._send(400, _status(400, "BadRequest", f'previous terminated container '
                                         f'"{container}" in pod "{name}" not found'))
                 return
-            waiting = (status.get("state") or {}).get("waiting")
-            if waiting or not status:
-                reason = (waiting or {}).get("reason", "ContainerCreating")
-                self._send(400, _status(400, "BadRequest", f'container "{container}" in pod '
-                                        f'"{name}" is waiting to start: {reason}'))
-                return
+            path = self.server.fixture.log(ns, name, container, True)
+        elif state.get("running") or state.get("terminated"):
+            path = self.server.fixture.log(ns, name, container, False)
+        elif last:
+            # a container waiting to restart serves its last run's log
+            path = self.server.fixture.log(ns, name, container, True)
+        else:
+            reason = (state.get("waiting") or {}).get("reason", "")
+            why = {"ErrImagePull": "image can't be pulled",
+                   "ImagePullBackOff": "trying and failing to pull image"}.get(reason, reason)
+            tail_msg = f": {why}" if why else " - no logs yet"
+            self._send(400, _status(400, "BadRequest", f'container "{container}" in pod '
+                                    f'"{name}" is waiting to start{tail_msg}'))
+            return
+        if not path.exists():
             self._send(200, b"", "text/plain")
             return
         data = path.read_bytes()
@@ -417,13 +616,20 @@ class Handler(BaseHTTPRequestHandler):
 
     def _pod_proxy(self, ns: str, pod: dict[str, Any], target: str, path: str) -> None:
         name = pod["metadata"]["name"]
-        port = target.split(":", 1)[1] if ":" in target else "80"
+        port = target.split(":", 1)[1] if ":" in target else ""
         ip = (pod.get("status") or {}).get("podIP") or "10.0.0.1"
         metrics = self.server.fixture.metrics(ns, name)
         running = (pod.get("status") or {}).get("phase") == "Running"
-        if path != "metrics" or not running or not metrics.exists():
+        if not port:  # no port: the first declared container port, as the API server does
+            declared = [str(p.get("containerPort")) for c in pod["spec"]["containers"]
+                        for p in c.get("ports") or []]
+            port = declared[0] if declared else "80"
+        if not running or not metrics.exists() or port not in _listening_ports(pod):
             self._send(503, _status(503, "ServiceUnavailable", f"error trying to reach service: "
                                     f"dial tcp {ip}:{port}: connect: connection refused"))
+            return
+        if path != "metrics":  # vLLM's FastAPI answers unknown paths itself
+            self._send(404, {"detail": "Not Found"})
             return
         self._send(200, metrics.read_bytes(), "text/plain; version=0.0.4; charset=utf-8")
 
@@ -522,6 +728,7 @@ class KubeAPIServer(ThreadingHTTPServer):
         self.requests: list[str] = []
         self.request_log = request_log
         self.lock = threading.Lock()
+        self.stopping = threading.Event()
 
     @property
     def url(self) -> str:
@@ -532,6 +739,7 @@ class KubeAPIServer(ThreadingHTTPServer):
         return self
 
     def stop(self) -> None:
+        self.stopping.set()  # ends held watches and slow answers
         self.shutdown()
         self.server_close()
 
