@@ -21,9 +21,22 @@ _SECRET_NAME = regex.compile(
     r"credential|auth(?!or)|session[_-]?key|signature|cookie)"
 )
 
+# Words that make a key, flag or variable name a secret's name.
+_SECRET_WORDS = (r"(?:token(?![a-z])|secret|passw(?:or)?d|api[_-]?key|access[_-]?key|"
+                 r"credentials?)")
+
+_SECRET_FLAG = regex.compile(r"(?i)--?[\w-]*" + _SECRET_WORDS + r"[\w-]*")
+
 # (pattern, replacement). Group 1, where present, is kept: it is the label
 # ("Authorization: Bearer ", "password=") that tells a reader what was there.
 _RULES: list[tuple[Any, str]] = [
+    # A command-line flag that names a secret, then its value: --api-key VALUE,
+    # --hf-token 'VALUE' (--api-key=VALUE is the KEY=value rule below).
+    (regex.compile(r"(?i)(--[\w-]*" + _SECRET_WORDS + r"[\w-]*[ \t]+)([\"']?)(?!-)"
+                   r"(?!\[REDACTED\])[^\s\"']+\2"), r"\1\2" + MASK + r"\2"),
+    # 'api_key': ['v1', 'v2'] -- vLLM prints list-valued args this way.
+    (regex.compile(r"(?i)(\b[\w.-]*" + _SECRET_WORDS + r"[\w.-]*[\"']?\s*[=:]\s*)"
+                   r"\[(?!\s*\]|REDACTED\]|'\[REDACTED\]'\])[^\]\r\n]*\]"), r"\1['" + MASK + "']"),
     (regex.compile(r"\bhf_[A-Za-z0-9]{20,}\b"), MASK),  # Hugging Face user tokens
     (regex.compile(r"\bapi_org_[A-Za-z0-9]{20,}\b"), MASK),
     (regex.compile(r"(?i)(\bauthorization[\"']?\s*[:=]\s*[\"']?)(?:bearer|basic|token)?\s*[^\s\"',}]+"),
@@ -39,6 +52,16 @@ _RULES: list[tuple[Any, str]] = [
     (regex.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b"), MASK),  # JWT
     (regex.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"),
      MASK),
+    # Azure storage / service bus connection strings: AccountKey=...;
+    (regex.compile(r"(?i)(\b(?:AccountKey|SharedAccessKey|SharedAccessSignature)\s*=\s*)"
+                   r"[^;\s\"']+"), r"\1" + MASK),
+    # Signed URLs and tokens in query strings (S3/GCS presigned, Azure SAS, OAuth).
+    (regex.compile(r"(?i)([?&;](?:sig|signature|x-amz-signature|x-amz-security-token|"
+                   r"x-goog-signature|x-goog-credential|client_secret|access_token|"
+                   r"refresh_token|id_token|token|api[_-]?key|apikey|key|password|pwd)=)"
+                   r"[^&#\s\"']+"), r"\1" + MASK),
+    # Cookie headers carry sessions.
+    (regex.compile(r"(?i)(\b(?:set-)?cookie[\"']?\s*:\s*[\"']?)[^\r\n\"']+"), r"\1" + MASK),
     # KEY=value / "key": "value" where the key names a secret.
     (regex.compile(
         r"(?i)(\b[\w.-]*(?:token(?![a-z])|secret|passw(?:or)?d|api[_-]?key|access[_-]?key|"
@@ -84,7 +107,15 @@ def redact_object(obj: Any) -> Any:
             out[key] = redact_object(value)
         return out
     if isinstance(obj, list):
-        return [redact_object(x) for x in obj]
+        out_list = [redact_object(x) for x in obj]
+        # args: ["--api-key", "VALUE"]: the value after a secret flag is a secret.
+        for i in range(1, len(out_list)):
+            prev = obj[i - 1]
+            if (isinstance(prev, str) and isinstance(out_list[i], str)
+                    and _SECRET_FLAG.fullmatch(prev.strip())
+                    and not out_list[i].startswith("-")):
+                out_list[i] = MASK
+        return out_list
     if isinstance(obj, str):
         return redact_text(obj)
     return obj
