@@ -15,10 +15,14 @@ A bundle is this directory as a ``.tar.gz``. Anything written is redacted.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import os
+import re
 import tarfile
 import tempfile
+import zlib
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -31,7 +35,10 @@ from triage.snapshot import ALL_KINDS, Obj, ReadFailure, Snapshot
 
 BUNDLE_SCHEMA = "vllm-triage/bundle/v1"
 _SUPPORTED_SCHEMAS = {BUNDLE_SCHEMA}
+_NEWEST_SCHEMA_VERSION = 1
+_SCHEMA_RE = re.compile(r"^vllm-triage/bundle/v(\d+)$")
 _MAX_MEMBER_BYTES = 64 * 1024 * 1024  # a bundle member larger than this is refused
+_MAX_TOTAL_BYTES = 1024 * 1024 * 1024  # and a bundle that unpacks to more than this
 
 
 def load(path: Path) -> Snapshot:
@@ -39,28 +46,71 @@ def load(path: Path) -> Snapshot:
     if not path.exists():
         raise InputError(f"{path}: no such file or directory")
     if path.is_dir():
-        return _load_dir(path)
+        return _load_dir(_root_of(path))
     try:
         with tarfile.open(path, "r:*") as tar, tempfile.TemporaryDirectory() as tmp:
             _safe_extract(tar, Path(tmp))
-            roots = [p for p in Path(tmp).iterdir() if p.is_dir()]
-            root = roots[0] if len(roots) == 1 and not (Path(tmp) / "manifest.json").exists() \
-                else Path(tmp)
-            return _load_dir(root)
-    except (tarfile.TarError, EOFError, OSError) as exc:
-        raise InputError(f"{path}: not a readable bundle ({exc})") from None
+            try:
+                return _load_dir(_root_of(Path(tmp)))
+            except InputError as exc:  # name the member inside the bundle, not a temp path
+                raise InputError(str(exc).replace(str(Path(tmp)) + os.sep, f"{path}: ")
+                                 ) from None
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
+        reason = " ".join(str(exc).split()) or exc.__class__.__name__
+        raise InputError(f"{path}: not a readable bundle (a .tar.gz written by vllm-triage "
+                         f"collect, an unpacked bundle or a fixture directory): {reason}"
+                         ) from None
+
+
+def _root_of(path: Path) -> Path:
+    """The bundle's own directory: the path itself, or its one subdirectory
+    (a bundle unpacks to ``vllm-triage-bundle/``)."""
+    if (path / "manifest.json").exists() or (path / "incident.yaml").exists():
+        return path
+    subdirs = [p for p in path.iterdir() if p.is_dir()]
+    if len(subdirs) == 1 and ((subdirs[0] / "manifest.json").exists()
+                              or (subdirs[0] / "incident.yaml").exists()):
+        return subdirs[0]
+    return path
 
 
 def _safe_extract(tar: tarfile.TarFile, dest: Path) -> None:
-    for member in tar.getmembers():
-        target = (dest / member.name).resolve()
-        if not str(target).startswith(str(dest.resolve())) or member.issym() or member.islnk():
-            raise InputError(f"bundle member {member.name!r} points outside the bundle")
+    """Extract regular files and directories only, each inside ``dest``.
+
+    Absolute names, ``..`` components, links and device files are refused
+    before anything is written: a bundle comes from someone else's machine.
+    """
+    base = dest.resolve()
+    members = tar.getmembers()
+    total = 0
+    for member in members:
+        parts = PurePosixPath(member.name.replace("\\", "/")).parts
+        target = (base / member.name).resolve()
+        if (member.name.startswith(("/", "\\")) or ".." in parts
+                or not target.is_relative_to(base) or member.issym() or member.islnk()):
+            raise InputError(f"bundle member {member.name!r} points outside the bundle; "
+                             f"refusing to unpack it")
+        if not (member.isfile() or member.isdir()):
+            raise InputError(f"bundle member {member.name!r} is not a regular file or "
+                             f"directory; refusing to unpack it")
         if member.size > _MAX_MEMBER_BYTES:
             raise InputError(f"bundle member {member.name!r} is larger than "
                              f"{_MAX_MEMBER_BYTES // (1024 * 1024)} MiB")
-        if member.isfile() or member.isdir():
-            tar.extract(member, dest)
+        total += member.size
+        if total > _MAX_TOTAL_BYTES:
+            raise InputError(f"bundle unpacks to more than {_MAX_TOTAL_BYTES // 2**30} GiB")
+    for member in members:
+        target = base / member.name
+        if member.isdir():
+            target.mkdir(parents=True, exist_ok=True)
+            continue
+        src = tar.extractfile(member)
+        if src is None:
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with src, open(target, "wb") as out:
+            while chunk := src.read(1024 * 1024):
+                out.write(chunk)
 
 
 def _read_structured(path: Path) -> Any:
@@ -79,14 +129,31 @@ def _manifest(root: Path) -> dict[str, Any]:
             data = _read_structured(p)
             if not isinstance(data, dict):
                 raise InputError(f"{p}: expected a mapping")
-            schema = data.get("schema")
-            if name == "manifest.json" and schema not in _SUPPORTED_SCHEMAS:
-                raise InputError(
-                    f"{p}: bundle schema {schema!r} is not one this vllm-triage {__version__} "
-                    f"reads ({', '.join(sorted(_SUPPORTED_SCHEMAS))}); use the version that "
-                    f"wrote it ({data.get('tool_version', 'unknown')}) or a newer one")
+            if name == "manifest.json":
+                _check_schema(p, data)
             return data
     raise InputError(f"{root}: neither manifest.json (bundle) nor incident.yaml (fixture) found")
+
+
+def _check_schema(path: Path, manifest: dict[str, Any]) -> None:
+    """Bundles of schema v1 are read whatever tool version wrote them; any
+    other schema is refused with a message that says what to do."""
+    schema = manifest.get("schema")
+    if schema in _SUPPORTED_SCHEMAS:
+        return
+    writer = str(manifest.get("tool_version") or "unknown")
+    ours = ", ".join(sorted(_SUPPORTED_SCHEMAS))
+    m = _SCHEMA_RE.match(str(schema or ""))
+    if m is None:
+        raise InputError(f"{path}: not a vllm-triage bundle manifest (schema {schema!r}; "
+                         f"this vllm-triage {__version__} reads {ours})")
+    if int(m.group(1)) > _NEWEST_SCHEMA_VERSION:
+        raise InputError(f"{path}: bundle format {schema} was written by vllm-triage {writer}, "
+                         f"newer than this vllm-triage {__version__} (reads {ours}); upgrade "
+                         f"vllm-triage to analyze it")
+    raise InputError(f"{path}: bundle format {schema} was written by vllm-triage {writer} and is "
+                     f"no longer read by this vllm-triage {__version__} (reads {ours}); analyze "
+                     f"it with vllm-triage {writer}, or collect it again")
 
 
 def _load_dir(root: Path) -> Snapshot:
@@ -165,8 +232,8 @@ def write(snapshot: Snapshot, out: Path) -> None:
         "context": snapshot.context,
         "namespace": snapshot.namespace,
         "selector": snapshot.selector,
-        "failures": [{"what": f.what, "reason": f.reason, "kind": f.kind}
-                     for f in snapshot.failures],
+        "failures": [{"what": redact_text(f.what), "reason": redact_text(f.reason),
+                      "kind": f.kind} for f in snapshot.failures],
         "absent_kinds": sorted(snapshot.absent_kinds),
     }
     members: list[tuple[str, bytes]] = [
@@ -183,10 +250,19 @@ def write(snapshot: Snapshot, out: Path) -> None:
         members.append((f"metrics/{ns}/{pod}.txt", redact_text(text).encode()))
     top = PurePosixPath("vllm-triage-bundle")
     out.parent.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(out, "w:gz") as tar:
-        for name, data in members:
-            info = tarfile.TarInfo(str(top / name))
-            info.size = len(data)
-            info.mode = 0o644
-            info.mtime = 0
-            tar.addfile(info, io.BytesIO(data))
+    # Write next to the target and rename: a failed collect leaves no half bundle.
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+    try:
+        with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz") as tar:
+            for name, data in members:
+                info = tarfile.TarInfo(str(top / name))
+                info.size = len(data)
+                info.mode = 0o644
+                info.mtime = 0
+                tar.addfile(info, io.BytesIO(data))
+        os.chmod(tmp_name, 0o600)  # evidence from a cluster: readable by its owner only
+        os.replace(tmp_name, out)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_name)
+        raise

@@ -154,7 +154,7 @@ class Reader:
                                      _request_timeout=self.timeout)
             body: bytes = resp.read()
         except urllib3.exceptions.HTTPError as exc:
-            raise ReadError(None, _network_reason(exc)) from None
+            raise ReadError(None, _network_reason(exc, self.timeout)) from None
         except (TimeoutError, OSError, ssl.SSLError) as exc:
             raise ReadError(None, f"{exc.__class__.__name__}: {_one_line(str(exc))}") from None
         if resp.status >= 400:
@@ -172,10 +172,12 @@ class Reader:
         return data
 
 
-def _network_reason(exc: Exception) -> str:
+def _network_reason(exc: Exception, timeout: float | None = None) -> str:
     inner = getattr(exc, "reason", None) or exc
     text = _one_line(str(inner))
     if "timed out" in text.lower() or isinstance(inner, (TimeoutError, socket.timeout)):
+        if timeout is not None:
+            return f"timed out: no answer within --request-timeout {timeout:g}s"
         return f"timed out ({text})"
     return text
 
@@ -193,6 +195,16 @@ def _status_reason(status: int, body: bytes) -> str:
         message = decode(body[:300]).strip()
     label = f"{status} {names.get(status, '')}".strip()
     return f"{label}: {_one_line(message)}" if message else label
+
+
+def _now() -> str:
+    """The collection time, RFC 3339 UTC. SOURCE_DATE_EPOCH (the reproducible-
+    builds convention) pins it, so two runs can produce byte-identical reports."""
+    pinned = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    now = datetime.now(timezone.utc)
+    if pinned.isdigit():
+        now = datetime.fromtimestamp(int(pinned), timezone.utc)
+    return now.replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 class LiveCollector:
@@ -213,8 +225,7 @@ class LiveCollector:
         snap = Snapshot(
             context=self.conn.context,
             namespace=ns,
-            collected_at=datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace(
-                "+00:00", "Z"),
+            collected_at=_now(),
             tool_version=__version__,
             selector=self.opts.selector,
         )
@@ -352,16 +363,24 @@ class LiveCollector:
                     stream: str) -> Callable[[], None]:
         def run() -> None:
             path = f"/api/v1/namespaces/{quote(ns, safe='')}/pods/{quote(pod, safe='')}/log"
-            query = {"container": container, "tailLines": self.opts.tail_lines,
-                     "limitBytes": self.opts.limit_bytes,
-                     "previous": "true" if stream == "previous" else None}
-            try:
-                body = self.reader.get(path, query, accept="*/*")
-            except ReadError as exc:
-                label = "previous log" if stream == "previous" else "log"
-                snap.failures.append(ReadFailure(f"{label} of {ns}/{pod} ({container})",
-                                                 exc.reason, "logs"))
-                return
+            label = "previous log" if stream == "previous" else "log"
+            tail = self.opts.tail_lines
+            while True:
+                query = {"container": container, "tailLines": tail,
+                         "limitBytes": self.opts.limit_bytes,
+                         "previous": "true" if stream == "previous" else None}
+                try:
+                    body = self.reader.get(path, query, accept="*/*")
+                except ReadError as exc:
+                    snap.failures.append(ReadFailure(f"{label} of {ns}/{pod} ({container})",
+                                                     exc.reason, "logs"))
+                    return
+                # limitBytes keeps the *first* bytes of the tail, so a few huge lines
+                # would push out the end of the log, where a crash is. Ask for fewer
+                # lines until the tail fits.
+                if len(body) < self.opts.limit_bytes or tail <= 1:
+                    break
+                tail = max(1, tail // 10)
             snap.logs[(ns, pod, container, stream)] = redact_text(decode(body))
         return run
 
