@@ -29,15 +29,18 @@ EXIT_OK, EXIT_FAILING, EXIT_USAGE, EXIT_CLUSTER = 0, 1, 2, 3
 EPILOG = """\
 Examples:
 
-  kubectl vllm-triage scan -n llm                 # triage the vLLM pods in namespace llm
+\b
+  kubectl vllm-triage scan -n llm              # vLLM pods in namespace llm
+  kubectl vllm-triage scan -n llm -o json > report.json
+  kubectl vllm-triage scan -A -l app=vllm      # all namespaces, label app=vllm
+  kubectl vllm-triage scan --context prod --kubeconfig ~/.kube/prod
+  vllm-triage scan -n llm -o markdown --output-file ticket.md
+  vllm-triage collect -n llm -o bundle.tar.gz  # redacted evidence, for later
+  vllm-triage analyze bundle.tar.gz -o html --output-file report.html
 
-  kubectl vllm-triage scan -n llm -o json > r.json
-
-  kubectl vllm-triage scan -A -l app=vllm         # every namespace, pods with app=vllm
-
-  vllm-triage collect -n llm -o bundle.tar.gz     # save the evidence for later
-
-  vllm-triage analyze bundle.tar.gz -o markdown   # the same report, offline
+\b
+Exit codes: 0 nothing failing; 1 a step fails or a finding is critical;
+2 usage error or unreadable input; 3 cluster unreachable or login refused.
 """
 
 app = typer.Typer(
@@ -273,8 +276,10 @@ def list_patterns(
 
 
 def main() -> None:
-    # kubectl passes plugin flags through unchanged; nothing to translate.
-    app(prog_name="vllm-triage")
+    # kubectl passes plugin flags through unchanged; nothing to translate. Run
+    # as kubectl-vllm_triage, usage lines read "kubectl vllm-triage ...".
+    plugin = Path(sys.argv[0]).name.startswith("kubectl-")
+    app(prog_name="kubectl vllm-triage" if plugin else "vllm-triage")
 
 
 if __name__ == "__main__":
