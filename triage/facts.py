@@ -217,8 +217,11 @@ def _max_model_len(ctx: ContainerContext) -> Fact:
                           "which context length vLLM took from the model's config")
     m, stream, line = found
     n = int(m.group(1) or m.group(2))
+    label = "previous log" if stream == PREVIOUS else "log"
+    snippet = line.message[max(0, m.start() - 40):m.end()].strip()
     return Fact(n, f"container {ctx.name}: --max-model-len unset, so vLLM serves the model's "
-                   f"full context of {n:,} tokens ({_where(ctx, stream, line)[:300]})")
+                   f"full context of {n:,} tokens ({label} ({ctx.name}) line {line.number}: "
+                   f"...{snippet})")
 
 
 def _max_model_len_set(ctx: ContainerContext) -> Fact:
