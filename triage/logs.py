@@ -55,6 +55,7 @@ def _clean(text: str) -> str:
 
 
 def parse_line(number: int, raw: str) -> LogLine:
+    cut = len(raw) - MAX_LINE_CHARS
     raw = _clean(raw[:MAX_LINE_CHARS]).rstrip("\r")
     m = _PREFIX.match(raw)
     if m is None:  # cannot happen with a trailing .*, kept for type narrowing
@@ -62,7 +63,8 @@ def parse_line(number: int, raw: str) -> LogLine:
     level = m.group("level")
     if level == "WARN":
         level = "WARNING"
-    return LogLine(number, raw, m.group("msg"), level, m.group("proc"))
+    shown = f"{raw} [... {cut:,} more characters cut]" if cut > 0 else raw
+    return LogLine(number, shown, m.group("msg"), level, m.group("proc"))
 
 
 def split_lines(text: str) -> list[LogLine]:
