@@ -730,6 +730,15 @@ class KubeAPIServer(ThreadingHTTPServer):
         self.lock = threading.Lock()
         self.stopping = threading.Event()
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up (a timed-out scan, kubectl -w ended) is not an error."""
+        import sys
+
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, ssl.SSLError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)
+
     @property
     def url(self) -> str:
         return f"https://127.0.0.1:{self.server_address[1]}"
