@@ -380,7 +380,8 @@ class LiveCollector:
                 # lines until the tail fits.
                 if len(body) < self.opts.limit_bytes or tail <= 1:
                     break
-                tail = max(1, tail // 10)
+                # The lines that fit show how long they are: jump, do not creep.
+                tail = max(1, min(tail // 10, body.count(b"\n") // 2))
             snap.logs[(ns, pod, container, stream)] = redact_text(decode(body))
         return run
 
