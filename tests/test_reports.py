@@ -7,6 +7,8 @@ installed, by rendering a screenshot and a PDF (skipped cleanly otherwise).
 from __future__ import annotations
 
 import copy
+import functools
+import json
 import re
 import shutil
 import subprocess
@@ -49,7 +51,14 @@ class Page(HTMLParser):
         if tag not in VOID:
             self.stack.append(tag)
 
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.handle_starttag(tag, attrs)
+        if tag not in VOID:
+            self.stack.pop()
+
     def handle_endtag(self, tag: str) -> None:
+        if tag in VOID:
+            return
         if tag == "pre":
             self._in_pre -= 1
         if tag == "style":
@@ -74,10 +83,15 @@ def parse(page: str) -> Page:
     return parser
 
 
-def fixture_report(name: str = "cuda-oom") -> dict[str, Any]:
+@functools.cache
+def _analyzed(name: str) -> str:
     run = run_cli("analyze", str(FIXTURES / name), "-o", "json")
     assert run.code in (0, 1), run.stderr
-    report: dict[str, Any] = run.json()
+    return run.stdout
+
+
+def fixture_report(name: str = "cuda-oom") -> dict[str, Any]:
+    report: dict[str, Any] = json.loads(_analyzed(name))
     return report
 
 
@@ -173,6 +187,46 @@ def test_markdown_escapes_hostile_text() -> None:
     assert "<script>" not in outside and "<img" not in outside and "<b>" not in outside
     assert "<br>" not in outside
     assert text.strip().splitlines()[-1].startswith("<sub>")
+
+
+def _render_markdown(text: str) -> str:
+    """CommonMark + GFM tables, raw HTML allowed: the way an issue tracker reads it."""
+    from markdown_it import MarkdownIt  # a dependency of rich
+
+    return str(MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
+               .render(text))
+
+
+@pytest.mark.parametrize("hostile_text", [False, True])
+def test_markdown_renders_as_intended(hostile_text: bool) -> None:
+    report = fixture_report()
+    if hostile_text:
+        report = hostile(report)
+    doc = parse(_render_markdown(md_writer.render(report, False)))
+    assert not doc.errors, doc.errors
+    tags = [t for t, _ in doc.tags]
+    # Only the writer's own HTML (details/summary/sub) gets through; a log line's
+    # <script> or <img> is text.
+    assert not {"script", "img", "b", "i", "u", "br", "a"} & set(tags), set(tags)
+    assert tags.count("table") == 2  # pods, checklist
+    rows = [i for i, t in enumerate(tags) if t == "tr"]
+    assert len(rows) == (1 + len(report["pods"])) + (1 + 10)
+    # every row of each table has exactly its header's number of cells
+    cells, current = [], -1
+    for t, _ in doc.tags:
+        if t == "tr":
+            cells.append(0)
+            current += 1
+        elif t in ("td", "th"):
+            cells[current] += 1
+    assert cells == [4] * len(cells), cells
+    flagged = [st for st in report["checklist"] if st["verdict"] in ("fail", "warn")]
+    pre = "".join(doc.pre_text)
+    for st in flagged:
+        for line in st["evidence"]:
+            assert line in pre, line
+    assert tags.count("details") == sum(len(p["findings"]) for p in report["pods"])
+    assert "sub" in tags
 
 
 @pytest.mark.parametrize("name", fixture_names())
