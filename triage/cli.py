@@ -22,6 +22,7 @@ from rich.console import Console
 
 from triage import __version__, pipeline
 from triage.collect import CollectError, InputError
+from triage.redact import redact_text
 from triage.report import Report, writers
 
 EXIT_OK, EXIT_FAILING, EXIT_USAGE, EXIT_CLUSTER = 0, 1, 2, 3
@@ -82,7 +83,9 @@ def _stderr() -> Console:
 
 
 def _fail(message: str, code: int) -> None:
-    _stderr().print(f"vllm-triage: error: {message}", markup=False, highlight=False)
+    # An error can quote a kubeconfig or a server message: mask it like a report.
+    _stderr().print(f"vllm-triage: error: {redact_text(message)}", markup=False,
+                    highlight=False)
     raise typer.Exit(code)
 
 
