@@ -29,6 +29,9 @@ STREAMS = ("current", "previous", "any")
 COMPARISONS = ("equals", "not_equals", "in", "not_in", "regex", "gte", "lte", "exists")
 EVENT_ABOUT = ("pod", "owner", "any")
 REGEX_FLAGS = regex.VERSION1 | regex.MULTILINE
+# libyaml's loader when PyYAML was built with it: loading every pattern file
+# is most of a small scan's start-up otherwise.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class PatternError(ValueError):
@@ -335,7 +338,7 @@ class _Reader:
 def parse_pattern(text: str, source: str) -> Pattern:
     reader = _Reader(source)
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_YAML_LOADER)  # a SafeLoader: no arbitrary objects
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else "(file)"
