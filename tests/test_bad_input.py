@@ -167,8 +167,6 @@ def test_events_forbidden(tmp_path: Path) -> None:
     assert step(report, 2)["verdict"] == "fail"
 
 
-@pytest.mark.xfail(strict=True, reason="triage/checklist.py ties no step to events: step 9 "
-                   "still says 'no ... finding in logs, events' when events were not read")
 def test_events_forbidden_makes_the_steps_that_read_events_unknown(tmp_path: Path) -> None:
     report = forbidden_scan(tmp_path, ["events"])
     s9 = step(report, 9)

@@ -107,9 +107,19 @@ def step1(judge: Judge) -> StepResult:
     return StepResult(1, TITLES[1], PASS, ev)
 
 
+def _never_ran(ctx: ContainerContext) -> bool:
+    state = ctx.status.get("state") or {}
+    return not (state.get("running") or state.get("terminated")
+                or (ctx.status.get("lastState") or {}).get("terminated"))
+
+
 def step2(judge: Judge) -> StepResult:
-    ev, missing = [], []
+    ev, missing, idle = [], [], []
     for pod, ctx in judge.contexts():
+        if _never_ran(ctx):
+            idle.append(f"{pod.namespace}/{pod.name} ({ctx.name}): {pod_state(pod.pod)}, the "
+                        "container has not started, so there is no log")
+            continue
         need = [PREVIOUS] if ctx.status.get("lastState", {}).get("terminated") else []
         need.append("current")
         read = [s for s in need if s in ctx.lines or ctx.log_text(s) is not None]
@@ -121,9 +131,11 @@ def step2(judge: Judge) -> StepResult:
         counted = sum(len(ctx.lines.get(s, [])) for s in read)
         ev.append(f"{pod.namespace}/{pod.name} ({ctx.name}): no CUDA out-of-memory error in "
                   f"{' and '.join(s + ' log' for s in read)} ({counted} lines)")
-    if missing and not ev:
-        return StepResult(2, TITLES[2], UNKNOWN, missing + judge.unread("logs"))
-    return StepResult(2, TITLES[2], PASS, ev + [f"not read: {m}" for m in missing])
+    if idle and not ev and not missing:
+        return StepResult(2, TITLES[2], NA, idle)
+    if missing:
+        return StepResult(2, TITLES[2], UNKNOWN, missing + judge.unread("logs") + ev + idle)
+    return StepResult(2, TITLES[2], PASS, ev + idle)
 
 
 def step3(judge: Judge) -> StepResult:
@@ -369,6 +381,28 @@ def step10(judge: Judge) -> StepResult:
     return StepResult(10, TITLES[10], PASS, ev)
 
 
+# What a step must have read to say "pass". A finding is positive evidence
+# and stands on its own; a pass is only as good as what was looked at.
+STEP_NEEDS: dict[int, tuple[str, ...]] = {
+    3: ("logs",),
+    6: ("events",),
+    7: ("horizontalpodautoscalers", "inferenceservices"),
+    8: ("horizontalpodautoscalers", "inferenceservices", "deployments", "statefulsets"),
+    9: ("nodes", "events", "logs"),
+    10: ("replicasets", "deployments", "inferenceservices"),
+}
+
+
+def _needs_met(result: StepResult, judge: Judge) -> StepResult:
+    if result.verdict != PASS:
+        return result
+    gaps = judge.unread(*STEP_NEEDS.get(result.step, ()))
+    if gaps:
+        result.verdict = UNKNOWN
+        result.evidence = [f"could not read {g}" for g in gaps] + result.evidence
+    return result
+
+
 STEPS: dict[int, Callable[[Judge], StepResult]] = {
     1: step1, 2: step2, 3: step3, 4: step4, 5: step5,
     6: step6, 7: step7, 8: step8, 9: step9, 10: step10,
@@ -382,7 +416,7 @@ def judge(snapshot: Snapshot, classification: Classification) -> list[StepResult
         result = _no_pods(step, j) or _from_findings(step, j) or STEPS[step](j)
         if step == 4:
             result = _escalate_step4(result, j)
-        results.append(result)
+        results.append(_needs_met(result, j))
     return results
 
 
