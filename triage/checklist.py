@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from triage import workload
 from triage.classify import Classification, Finding, PodDiagnosis
-from triage.facts import ContainerContext
+from triage.facts import GMU_HIGH, GMU_LOW, ContainerContext, observed_startup
 from triage.snapshot import PREVIOUS, Obj, Snapshot, meta
 
 PASS, WARN, FAIL, UNKNOWN, NA = "pass", "warn", "fail", "unknown", "n/a"
@@ -32,7 +32,6 @@ TITLES = {
     10: "One change at a time, canary",
 }
 
-GMU_LOW, GMU_HIGH = 0.85, 0.92
 MIN_SCALE = "autoscaling.knative.dev/minScale"
 
 
@@ -239,10 +238,9 @@ def step6(judge: Judge) -> StepResult:
     ev = []
     for pod, ctx in judge.contexts():
         c = ctx.container
-        observed = [r.startup_seconds for r in ctx.startup.values() if r.ready and
-                    r.startup_seconds is not None]
-        load = (f"vLLM became ready {max(observed):.0f}s after its first log line"
-                if observed else "no completed start-up in the logs read")
+        observed = observed_startup(ctx)
+        load = (f"vLLM started in {observed[0]:.0f}s ({observed[1]})" if observed
+                else "no completed start-up in the logs read")
         startup = ctx.fact("has_startup_probe")
         live = c.get("livenessProbe")
         live_txt = (f"livenessProbe initialDelaySeconds {live.get('initialDelaySeconds', 0)}, "

@@ -143,8 +143,7 @@ def _startup_probe(ctx: ContainerContext) -> Fact:
     probe = ctx.container.get("startupProbe")
     if not probe:
         return Fact(False, f"container {ctx.name} has no startupProbe")
-    budget = int(probe.get("initialDelaySeconds", 0)) + int(probe.get("periodSeconds", 10)) * int(
-        probe.get("failureThreshold", 3))
+    budget = workload.probe_budget(probe)
     return Fact(True, f"startupProbe allows about {budget}s "
                       f"(initialDelaySeconds {probe.get('initialDelaySeconds', 0)}, periodSeconds "
                       f"{probe.get('periodSeconds', 10)}, failureThreshold "
@@ -167,7 +166,6 @@ def _unschedulable(ctx: ContainerContext) -> Fact:
 GMU_LOW, GMU_HIGH = 0.85, 0.92
 LONG_CONTEXT = 32768
 TYPICAL_LOAD_SECONDS = 120.0
-_TS = regex.compile(r"(?<!\d)(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?!\d)")
 _MAX_MODEL_LEN_LOG = regex.compile(r"\bUsing max model len (\d+)|\bmax_seq_len=(\d+)")
 _BATCHED_TOKENS_LOG = regex.compile(
     r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)")
@@ -288,43 +286,17 @@ def _batched_tokens_over_prompt(ctx: ContainerContext) -> Fact:
                        f"length ({p99:,.0f} tokens, /metrics vllm:request_prompt_tokens)")
 
 
-def _observed_startup(ctx: ContainerContext) -> tuple[float, str] | None:
+def observed_startup(ctx: ContainerContext) -> tuple[float, str] | None:
+    """The longest start-up vLLM logged in any stream read, and how it was measured."""
     best: tuple[float, str] | None = None
     for stream, rep in ctx.startup.items():
+        seconds = rep.startup_seconds
+        if seconds is None:
+            continue
         label = "previous log" if stream == PREVIOUS else "log"
-        seconds: float | None = None
-        how = ""
-        lines = ctx.lines.get(stream, [])
-        first = next((ln for ln in lines if _TS.search(ln.raw)), None)
-        ready = rep.ready_line
-        if rep.ready and first is not None and ready is not None and _TS.search(ready.raw):
-            span = _seconds_between(first.raw, ready.raw)
-            if span is not None:
-                seconds = span
-                how = (f"{label} ({ctx.name}): first line {first.number} to ready line "
-                       f"{ready.number} ({ready.message.strip()[:80]})")
-        if seconds is None and rep.startup_seconds:
-            seconds = rep.startup_seconds
-            how = f"{label} ({ctx.name}): weights load + engine init as vLLM logged them"
-        if seconds is not None and (best is None or seconds > best[0]):
-            best = (seconds, how)
+        if best is None or seconds > best[0]:
+            best = (seconds, f"{label} ({ctx.name}): {rep.startup_basis}")
     return best
-
-
-def _seconds_between(a: str, b: str) -> float | None:
-    ma, mb = _TS.search(a), _TS.search(b)
-    if not ma or not mb:
-        return None
-    def secs(m: Any) -> int:
-        month, day, hh, mm, ss = (int(x) for x in m.groups())
-        return (((month * 31 + day) * 24 + hh) * 60 + mm) * 60 + ss
-    span = secs(mb) - secs(ma)
-    return float(span) if span >= 0 else None
-
-
-def _probe_budget(probe: Obj) -> int:
-    return int(probe.get("initialDelaySeconds", 0)) + int(probe.get("periodSeconds", 10)) * int(
-        probe.get("failureThreshold", 3))
 
 
 def _probe_shortfall(ctx: ContainerContext) -> Fact:
@@ -337,8 +309,8 @@ def _probe_shortfall(ctx: ContainerContext) -> Fact:
     if kind is None:
         return Fact(None, f"container {ctx.name} has no startup, liveness or readiness probe")
     probe = c[kind]
-    budget = _probe_budget(probe)
-    observed = _observed_startup(ctx)
+    budget = workload.probe_budget(probe)
+    observed = observed_startup(ctx)
     if observed is not None:
         need, why = observed[0], f"vLLM took {observed[0]:.0f}s to start ({observed[1]})"
     else:

@@ -67,15 +67,29 @@ class StartupReport:
     evidence: dict[str, LogLine] = field(default_factory=dict)
 
     first_stamp: float | None = None  # seconds into the year of the first stamped line
+    first_line: LogLine | None = None
     ready_stamp: float | None = None
+
+    def _stamped_span(self) -> float | None:
+        if self.ready and self.first_stamp is not None and self.ready_stamp is not None:
+            span = self.ready_stamp - self.first_stamp
+            return span if span >= 0 else None
+        return None
+
+    @property
+    def startup_basis(self) -> str:
+        """How startup_seconds was measured, in words a person can check."""
+        if self._stamped_span() is not None and self.first_line and self.ready_line:
+            return (f"first line {self.first_line.number} to ready line "
+                    f"{self.ready_line.number} ({self.ready_line.message.strip()[:80]})")
+        return "weights load + engine init as vLLM logged them"
 
     @property
     def startup_seconds(self) -> float | None:
         """How long the server took from its first log line to ready, when it got there."""
-        if self.ready and self.first_stamp is not None and self.ready_stamp is not None:
-            span = self.ready_stamp - self.first_stamp
-            if span >= 0:
-                return span
+        span = self._stamped_span()
+        if span is not None:
+            return span
         if self.init_engine_seconds is not None and self.load_seconds is not None:
             return self.init_engine_seconds + self.load_seconds
         return self.init_engine_seconds or self.load_seconds
@@ -87,7 +101,7 @@ def read_startup(lines: list[LogLine]) -> StartupReport:
         stamp = _stamp(line.raw)
         if stamp is not None:
             if rep.first_stamp is None:
-                rep.first_stamp = stamp
+                rep.first_stamp, rep.first_line = stamp, line
             if rep.ready and rep.ready_stamp is None:
                 rep.ready_stamp = stamp
         msg = line.message

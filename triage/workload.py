@@ -302,3 +302,9 @@ def volume_for_path(pod: Obj, container: Obj, path: str) -> tuple[Obj, Obj] | No
             if vol is not None:
                 best, best_len = (dict(mount), dict(vol)), len(mp)
     return best
+
+
+def probe_budget(probe: Obj) -> int:
+    """Seconds a probe lets a container go unanswered before it acts, with K8s defaults."""
+    return int(probe.get("initialDelaySeconds", 0)) + int(probe.get("periodSeconds", 10)) * int(
+        probe.get("failureThreshold", 3))
