@@ -200,9 +200,10 @@ def _metrics_unknown(step: int, judge: Judge) -> StepResult | None:
                for p, c in judge.contexts() if c.metrics and c.metrics.error]
     reasons += judge.unread("metrics")
     if not reasons:
-        reasons = [f"{p.namespace}/{p.name}: /metrics not scraped (pod phase "
-                   f"{(p.pod.get('status') or {}).get('phase', 'unknown')}, vLLM container not "
-                   "running)" for p, _ in judge.contexts()] or ["no metrics were read"]
+        reasons = [f"{p.namespace}/{p.name}: no /metrics "
+                   + ("in what was collected" if c.status.get("state", {}).get("running")
+                      else f"to scrape: the vLLM container is not running ({pod_state(p.pod)})")
+                   for p, c in judge.contexts()] or ["no metrics were read"]
     return StepResult(step, TITLES[step], UNKNOWN, reasons)
 
 
