@@ -12,8 +12,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.conftest import FIXTURES, Run, replay, run_cli
 from tests.fixturekit import (
     CUDA_OOM_POD,
