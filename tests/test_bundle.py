@@ -137,8 +137,10 @@ def test_newer_tool_same_schema_is_read(cuda_oom_bundle: Path, tmp_path: Path) -
                     {"vllm-triage-bundle/manifest.json": json.dumps(manifest).encode(),
                      "vllm-triage-bundle/objects/widgets.json": b'{"items": []}'})
     run = run_cli("analyze", str(newer), "-o", "json")
-    assert run.code == 1, run.stderr
-    assert [f["id"] for f in run.json()["pods"][0]["findings"]] == ["cuda-oom"]
+    same = run_cli("analyze", str(cuda_oom_bundle), "-o", "json")
+    assert run.code == same.code == 1, run.stderr
+    assert run.stdout == same.stdout
+    assert "cuda-oom" in [f["id"] for f in run.json()["pods"][0]["findings"]]
 
 
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "empty", "not-gzip-json",
