@@ -35,14 +35,15 @@ _RULES: list[tuple[Any, str]] = [
     (regex.compile(r"(?i)(--[\w-]*" + _SECRET_WORDS + r"[\w-]*[ \t]+)([\"']?)(?!-)"
                    r"(?!\[REDACTED\])[^\s\"']+\2"), r"\1\2" + MASK + r"\2"),
     # 'api_key': ['v1', 'v2'] -- vLLM prints list-valued args this way.
-    (regex.compile(r"(?i)(\b[\w.-]*" + _SECRET_WORDS + r"[\w.-]*[\"']?\s*[=:]\s*)"
+    (regex.compile(r"(?i)(" + _SECRET_WORDS + r"[\w.-]*[\"']?\s*[=:]\s*)"
                    r"\[(?!\s*\]|REDACTED\]|'\[REDACTED\]'\])[^\]\r\n]*\]"), r"\1['" + MASK + "']"),
     (regex.compile(r"\bhf_[A-Za-z0-9]{20,}\b"), MASK),  # Hugging Face user tokens
     (regex.compile(r"\bapi_org_[A-Za-z0-9]{20,}\b"), MASK),
     (regex.compile(r"(?i)(\bauthorization[\"']?\s*[:=]\s*[\"']?)(?:bearer|basic|token)?\s*[^\s\"',}]+"),
      r"\1" + MASK),
     (regex.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}"), r"\1" + MASK),
-    (regex.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^/\s:@]+:)[^@\s/]+(@)"), r"\1" + MASK + r"\2"),
+    # user:password@ in a URL; matching from "://" keeps this linear.
+    (regex.compile(r"(://[^/\s:@]+:)[^@\s/]+(@)"), r"\1" + MASK + r"\2"),
     (regex.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), MASK),  # AWS access key ids
     (regex.compile(r"\bAIza[0-9A-Za-z_-]{35}\b"), MASK),  # Google API keys
     (regex.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"), MASK),  # GitHub tokens
@@ -64,8 +65,8 @@ _RULES: list[tuple[Any, str]] = [
     (regex.compile(r"(?i)(\b(?:set-)?cookie[\"']?\s*:\s*[\"']?)[^\r\n\"']+"), r"\1" + MASK),
     # KEY=value / "key": "value" where the key names a secret.
     (regex.compile(
-        r"(?i)(\b[\w.-]*(?:token(?![a-z])|secret|passw(?:or)?d|api[_-]?key|access[_-]?key|"
-        r"secret[_-]?access[_-]?key|credentials?)[\w.-]*[\"']?\s*[=:]\s*[\"']?)"
+        r"(?i)((?:token(?![a-z])|secret|passw(?:or)?d|api[_-]?key|access[_-]?key|"
+        r"credentials?)[\w.-]*[\"']?\s*[=:]\s*[\"']?)"
         r"(?![\"']?\s*(?:\[REDACTED\]|None|null|true|false|\"?\s*$))[^\s\"',}]{4,}"),
      r"\1" + MASK),
 ]
