@@ -54,9 +54,10 @@ def _clean(text: str) -> str:
     return cleaned
 
 
-def parse_line(number: int, raw: str) -> LogLine:
+def parse_line(number: int, raw: str, cleaned: bool = False) -> LogLine:
     cut = len(raw) - MAX_LINE_CHARS
-    raw = _clean(raw[:MAX_LINE_CHARS]).rstrip("\r")
+    raw = raw[:MAX_LINE_CHARS] if cleaned else _clean(raw[:MAX_LINE_CHARS])
+    raw = raw.rstrip("\r")
     m = _PREFIX.match(raw)
     if m is None:  # cannot happen with a trailing .*, kept for type narrowing
         return LogLine(number, raw, raw, None, None)
@@ -70,12 +71,14 @@ def parse_line(number: int, raw: str) -> LogLine:
 def split_lines(text: str) -> list[LogLine]:
     """Parse a whole log. tqdm redraws with carriage returns; keep the last draw."""
     lines: list[LogLine] = []
+    # One pass over the whole text, not two substitutions per line.
+    text = _clean(text)
     for number, chunk in enumerate(text.split("\n"), start=1):
         if "\r" in chunk.rstrip("\r"):
             parts = [p for p in chunk.split("\r") if p.strip()]
             chunk = parts[-1] if parts else ""
         if chunk.strip():
-            lines.append(parse_line(number, chunk))
+            lines.append(parse_line(number, chunk, cleaned=True))
     return lines
 
 

@@ -48,6 +48,11 @@ _RULES: list[tuple[str, regex.Pattern[str]]] = [
 ]
 
 
+# Most lines (access logs, throughput lines) match no rule: one search over
+# the alternation of every rule decides whether the rules are tried at all.
+_ANY_RULE = regex.compile("|".join(f"(?:{rx.pattern})" for _, rx in _RULES))
+
+
 @dataclass
 class StartupReport:
     """Numbers vLLM printed in one log stream; None where it did not say."""
@@ -98,13 +103,17 @@ class StartupReport:
 def read_startup(lines: list[LogLine]) -> StartupReport:
     rep = StartupReport()
     for line in lines:
-        stamp = _stamp(line.raw)
+        # Only two stamps matter: the first line's and the one at readiness.
+        stamp = _stamp(line.raw) if rep.first_stamp is None or (
+            rep.ready_stamp is None) else None
         if stamp is not None:
             if rep.first_stamp is None:
                 rep.first_stamp, rep.first_line = stamp, line
             if rep.ready and rep.ready_stamp is None:
                 rep.ready_stamp = stamp
         msg = line.message
+        if not _ANY_RULE.search(msg):
+            continue
         for name, rx in _RULES:
             m = rx.search(msg)
             if not m:
