@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,7 +11,7 @@ import regex
 
 from triage import workload
 from triage.facts import ContainerContext
-from triage.logs import LogLine, parse_line
+from triage.logs import LogLine, LogText, parse_line
 from triage.patterns import (
     AllOf,
     AnyOf,
@@ -32,8 +32,8 @@ from triage.snapshot import LOG_STREAMS, Obj, Snapshot, dig, meta
 # No single regex search may take longer than this; a pattern that hits it
 # is treated as not matching that line and reported, never allowed to hang.
 REGEX_TIMEOUT_S = 0.25
-# The one search over a whole log that decides whether a leaf can match at all.
-PREFILTER_TIMEOUT_S = 2.0
+# One pattern searched over a whole log (megabytes) in one call.
+WHOLE_LOG_TIMEOUT_S = 5.0
 MAX_MATCHES_PER_LEAF = 3
 SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 
@@ -83,26 +83,6 @@ class Classification:
 class _Evaluator:
     def __init__(self, warnings: list[str]) -> None:
         self.warnings = warnings
-        # (container context, stream) -> every message of the stream, one per line
-        self._joined: dict[tuple[int, str], str] = {}
-
-    def _may_match(self, leaf: LogLeaf, ctx: ContainerContext, stream: str) -> bool:
-        """One C-speed search over the whole stream before the per-line pass.
-
-        Most leaves match nothing in most logs; this keeps a scan linear in
-        log size instead of lines x leaves Python calls. A message that
-        matches on its own also matches inside the joined text, so this
-        never hides a match.
-        """
-        key = (id(ctx), stream)
-        text = self._joined.get(key)
-        if text is None:
-            text = "\n".join(line.message for line in ctx.lines.get(stream, []))
-            self._joined[key] = text
-        try:
-            return leaf.regex.search(text, timeout=PREFILTER_TIMEOUT_S) is not None
-        except TimeoutError:
-            return True
 
     def search(self, rx: Any, text: str, pattern_id: str) -> Any:
         try:
@@ -157,19 +137,34 @@ class _Evaluator:
             return root_cause(ctx, cond)
         raise TypeError(f"unknown condition {cond!r}")
 
+    def _matching_lines(self, leaf: LogLeaf, text: LogText, window: list[LogLine],
+                        pid: str) -> Iterator[int]:
+        """Indexes into ``window`` of the lines whose message the leaf's regex matches."""
+        if window is not text.lines:  # a tail window: a handful of lines, one by one
+            for idx, line in enumerate(window):
+                if self.search(leaf.regex, line.message, pid) is not None:
+                    yield idx
+            return
+        try:
+            for idx, _ in text.matching(leaf.regex, WHOLE_LOG_TIMEOUT_S):
+                yield idx
+        except TimeoutError:
+            note = f"pattern {pid}: regex timed out on a whole log; treated as no match"
+            if note not in self.warnings:
+                self.warnings.append(note)
+
     def log(self, leaf: LogLeaf, ctx: ContainerContext, pid: str) -> list[str] | None:
         out: list[str] = []
         matches = 0
         streams = LOG_STREAMS if leaf.stream == "any" else (leaf.stream,)
         for stream in streams:
-            lines = ctx.lines.get(stream)
-            if not lines or (not leaf.tail and not self._may_match(leaf, ctx, stream)):
+            text = ctx.texts.get(stream)
+            if text is None or not text.lines:
                 continue
-            window = lines[-leaf.tail:] if leaf.tail else lines
-            for idx, line in enumerate(window):
+            window = text.lines[-leaf.tail:] if leaf.tail else text.lines
+            for idx in self._matching_lines(leaf, text, window, pid):
+                line = window[idx]
                 if (line.level or "NONE") not in leaf.levels:
-                    continue
-                if self.search(leaf.regex, line.message, pid) is None:
                     continue
                 matches += 1
                 if matches <= MAX_MATCHES_PER_LEAF:

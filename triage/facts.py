@@ -16,7 +16,7 @@ import regex
 
 from triage import engine_config, workload
 from triage.engine_config import EngineConfig
-from triage.logs import LogLine, split_lines
+from triage.logs import LogLine, LogText, split_lines
 from triage.metrics import MetricsView, parse_metrics
 from triage.snapshot import CURRENT, PREVIOUS, Obj, Snapshot, meta
 from triage.startup import StartupReport, read_startup
@@ -48,13 +48,18 @@ class ContainerContext:
         return self.snapshot.log(self.namespace, self.pod_name, self.name, stream)
 
     @cached_property
-    def lines(self) -> dict[str, list[LogLine]]:
-        out: dict[str, list[LogLine]] = {}
+    def texts(self) -> dict[str, LogText]:
+        """Each log stream read, parsed once."""
+        out: dict[str, LogText] = {}
         for stream in (CURRENT, PREVIOUS):
             text = self.log_text(stream)
             if text is not None:
-                out[stream] = split_lines(text)
+                out[stream] = LogText(split_lines(text))
         return out
+
+    @property
+    def lines(self) -> dict[str, list[LogLine]]:
+        return {stream: text.lines for stream, text in self.texts.items()}
 
     @cached_property
     def engine(self) -> EngineConfig:
@@ -62,7 +67,7 @@ class ContainerContext:
 
     @cached_property
     def startup(self) -> dict[str, StartupReport]:
-        return {stream: read_startup(lines) for stream, lines in self.lines.items()}
+        return {stream: read_startup(text) for stream, text in self.texts.items()}
 
     @cached_property
     def metrics(self) -> MetricsView | None:

@@ -11,7 +11,10 @@ level, when there is one, lets a pattern ignore advisory INFO lines.
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import regex
 
@@ -40,7 +43,7 @@ _PREFIX = regex.compile(
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # hundreds of thousands of these in a big scan
 class LogLine:
     number: int  # 1-based line number in the collected text
     raw: str  # the line as printed (cut to MAX_LINE_CHARS), ANSI removed
@@ -80,6 +83,34 @@ def split_lines(text: str) -> list[LogLine]:
         if chunk.strip():
             lines.append(parse_line(number, chunk, cleaned=True))
     return lines
+
+
+class LogText:
+    """A parsed log plus its messages joined, so a pattern is searched once per log.
+
+    One C-speed ``finditer`` over the joined messages, mapped back to lines,
+    replaces a Python call per line per pattern; a message that matches on
+    its own also matches inside the joined text (patterns use MULTILINE, so
+    ``^`` and ``$`` still mean a line's message start and end).
+    """
+
+    def __init__(self, lines: list[LogLine]) -> None:
+        self.lines = lines
+        self.joined = "\n".join(line.message for line in lines)
+        self._starts: list[int] = []
+        offset = 0
+        for line in lines:
+            self._starts.append(offset)
+            offset += len(line.message) + 1
+
+    def matching(self, rx: Any, timeout: float | None = None) -> Iterator[tuple[int, Any]]:
+        """(line index, first match) for every line the pattern matches, in order."""
+        last = -1
+        for m in rx.finditer(self.joined, timeout=timeout):
+            index = bisect_right(self._starts, m.start()) - 1
+            if index != last:
+                last = index
+                yield index, m
 
 
 def decode(data: bytes) -> str:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import regex
 
-from triage.logs import LogLine
+from triage.logs import LogLine, LogText
 
 _NUM = r"([\d,]+(?:\.\d+)?)"
 
@@ -46,11 +46,6 @@ _RULES: list[tuple[str, regex.Pattern[str]]] = [
         r"(?i)Fetching \d+ files|Downloading (?:shards|model|\S+\.safetensors)|"
         r"\.safetensors:\s+\d+%|download(?:ing)? weights")),
 ]
-
-
-# Most lines (access logs, throughput lines) match no rule: one search over
-# the alternation of every rule decides whether the rules are tried at all.
-_ANY_RULE = regex.compile("|".join(f"(?:{rx.pattern})" for _, rx in _RULES))
 
 
 @dataclass
@@ -100,52 +95,48 @@ class StartupReport:
         return self.init_engine_seconds or self.load_seconds
 
 
-def read_startup(lines: list[LogLine]) -> StartupReport:
+def read_startup(text: LogText) -> StartupReport:
     rep = StartupReport()
-    for line in lines:
-        # Only two stamps matter: the first line's and the one at readiness.
-        stamp = _stamp(line.raw) if rep.first_stamp is None or (
-            rep.ready_stamp is None) else None
-        if stamp is not None:
-            if rep.first_stamp is None:
-                rep.first_stamp, rep.first_line = stamp, line
-            if rep.ready and rep.ready_stamp is None:
-                rep.ready_stamp = stamp
-        msg = line.message
-        if not _ANY_RULE.search(msg):
-            continue
-        for name, rx in _RULES:
-            m = rx.search(msg)
-            if not m:
-                continue
-            if name == "kv_cache_tokens":
-                rep.kv_cache_tokens = int(_n(m.group(1)))
-            elif name == "max_concurrency":
-                rep.concurrency_tokens = int(_n(m.group(1)))
-                rep.max_concurrency = _n(m.group(2))
-            elif name == "gpu_blocks":
-                rep.gpu_blocks = int(_n(m.group(1)))
-            elif name == "kv_cache_memory_gib":
-                rep.kv_cache_memory_gib = float(m.group(1))
-            elif name == "weights_seconds":
-                rep.load_seconds = float(m.group(1))
-            elif name == "model_load":
-                rep.weights_gib = float(m.group(1))
-                rep.load_seconds = max(rep.load_seconds or 0.0, float(m.group(2)))
-            elif name == "model_load_v0":
-                rep.weights_gib = float(m.group(1))
-            elif name == "init_engine_seconds":
-                rep.init_engine_seconds = float(m.group(1))
-            elif name == "ready":
-                if not rep.ready and stamp is not None:
-                    rep.ready_stamp = stamp
-                rep.ready = True
-                rep.ready_line = rep.ready_line or line
-            elif name == "loading":
-                rep.last_progress = line
-            elif name == "download":
-                rep.downloaded = True
-            rep.evidence.setdefault(name, line)
+    lines = text.lines
+    # Every rule searched once over the whole log, then applied in line order.
+    hits = sorted(
+        ((index, order, name, m)
+         for order, (name, rx) in enumerate(_RULES)
+         for index, m in text.matching(rx)),
+        key=lambda hit: (hit[0], hit[1]),
+    )
+    rep.first_line = next((ln for ln in lines if _stamp(ln.raw) is not None), None)
+    rep.first_stamp = _stamp(rep.first_line.raw) if rep.first_line else None
+    for index, _, name, m in hits:
+        line = lines[index]
+        if name == "kv_cache_tokens":
+            rep.kv_cache_tokens = int(_n(m.group(1)))
+        elif name == "max_concurrency":
+            rep.concurrency_tokens = int(_n(m.group(1)))
+            rep.max_concurrency = _n(m.group(2))
+        elif name == "gpu_blocks":
+            rep.gpu_blocks = int(_n(m.group(1)))
+        elif name == "kv_cache_memory_gib":
+            rep.kv_cache_memory_gib = float(m.group(1))
+        elif name == "weights_seconds":
+            rep.load_seconds = float(m.group(1))
+        elif name == "model_load":
+            rep.weights_gib = float(m.group(1))
+            rep.load_seconds = max(rep.load_seconds or 0.0, float(m.group(2)))
+        elif name == "model_load_v0":
+            rep.weights_gib = float(m.group(1))
+        elif name == "init_engine_seconds":
+            rep.init_engine_seconds = float(m.group(1))
+        elif name == "ready" and not rep.ready:
+            rep.ready, rep.ready_line = True, line
+            # the ready line, or the first stamped line after it (uvicorn's have none)
+            rep.ready_stamp = next((s for s in (_stamp(ln.raw) for ln in lines[index:])
+                                    if s is not None), None)
+        elif name == "loading":
+            rep.last_progress = line
+        elif name == "download":
+            rep.downloaded = True
+        rep.evidence.setdefault(name, line)
     return rep
 
 
