@@ -47,9 +47,17 @@ _PREFIX = regex.compile(
 class LogLine:
     number: int  # 1-based line number in the collected text
     raw: str  # the line as printed (cut to MAX_LINE_CHARS), ANSI removed
-    message: str  # the line without timestamp / process / level prefixes
     level: str | None  # DEBUG/INFO/WARNING/ERROR/CRITICAL, None for unprefixed lines
     process: str | None  # e.g. "EngineCore_DP0 pid=441"
+    # Where the message sits in raw; kept as offsets so a big scan holds each
+    # line's text once, not twice.
+    msg_start: int = 0
+    msg_end: int = -1
+
+    @property
+    def message(self) -> str:
+        """The line without timestamp / process / level prefixes."""
+        return self.raw[self.msg_start:self.msg_end if self.msg_end >= 0 else None]
 
 
 def _clean(text: str) -> str:
@@ -63,12 +71,12 @@ def parse_line(number: int, raw: str, cleaned: bool = False) -> LogLine:
     raw = raw.rstrip("\r")
     m = _PREFIX.match(raw)
     if m is None:  # cannot happen with a trailing .*, kept for type narrowing
-        return LogLine(number, raw, raw, None, None)
+        return LogLine(number, raw, None, None)
     level = m.group("level")
     if level == "WARN":
         level = "WARNING"
     shown = f"{raw} [... {cut:,} more characters cut]" if cut > 0 else raw
-    return LogLine(number, shown, m.group("msg"), level, m.group("proc"))
+    return LogLine(number, shown, level, m.group("proc"), m.start("msg"), m.end("msg"))
 
 
 def split_lines(text: str) -> list[LogLine]:
