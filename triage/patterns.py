@@ -10,7 +10,7 @@ objects; ``triage.classify`` evaluates them.
 
 from __future__ import annotations
 
-import importlib.resources
+import importlib.util
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -348,13 +348,17 @@ def parse_pattern(text: str, source: str) -> Pattern:
 
 
 def builtin_dir() -> Path:
-    """The shipped patterns: the installed triage.patterns package, or the source tree."""
+    """The shipped patterns: the installed triage.builtin_patterns package, or the source tree."""
+    # A data-only namespace package: find_spec knows where it lives, in a wheel
+    # and in an editable install alike.
     try:
-        path = Path(str(importlib.resources.files("triage.patterns")))
-        if path.is_dir() and any(path.glob("*.yaml")):
+        spec = importlib.util.find_spec("triage.builtin_patterns")
+    except (ImportError, ValueError):
+        spec = None
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(location)
+        if any(path.glob("*.yaml")):
             return path
-    except (ModuleNotFoundError, TypeError):
-        pass
     return Path(__file__).resolve().parent.parent / "patterns"
 
 
