@@ -32,11 +32,14 @@ _SECRET_FLAG = regex.compile(r"(?i)--?[\w-]*" + _SECRET_WORDS + r"[\w-]*")
 _RULES: list[tuple[Any, str]] = [
     # A command-line flag that names a secret, then its value: --api-key VALUE,
     # --hf-token 'VALUE' (--api-key=VALUE is the KEY=value rule below).
-    (regex.compile(r"(?i)(--[\w-]*" + _SECRET_WORDS + r"[\w-]*[ \t]+)([\"']?)(?!-)"
-                   r"(?!\[REDACTED\])[^\s\"']+\2"), r"\1\2" + MASK + r"\2"),
+    # (Anchored at the start of a dash run and bounded, so a line of dashes stays linear.)
+    (regex.compile(r"(?i)((?<![\w-])--?(?=[a-z0-9])[\w-]{0,60}?" + _SECRET_WORDS
+                   + r"[\w-]{0,40}[ \t]+)([\"']?)(?!-)(?!\[REDACTED\])[^\s\"']+\2"),
+     r"\1\2" + MASK + r"\2"),
     # 'api_key': ['v1', 'v2'] -- vLLM prints list-valued args this way.
-    (regex.compile(r"(?i)(" + _SECRET_WORDS + r"[\w.-]*[\"']?\s*[=:]\s*)"
-                   r"\[(?!\s*\]|REDACTED\]|'\[REDACTED\]'\])[^\]\r\n]*\]"), r"\1['" + MASK + "']"),
+    (regex.compile(r"(?i)(" + _SECRET_WORDS + r"[\w.-]{0,60}[\"']?\s*[=:]\s*)"
+                   r"\[(?!\s*\]|REDACTED\]|'\[REDACTED\]'\])[^\]\r\n]{0,512}\]"),
+     r"\1['" + MASK + "']"),
     (regex.compile(r"\bhf_[A-Za-z0-9]{20,}\b"), MASK),  # Hugging Face user tokens
     (regex.compile(r"\bapi_org_[A-Za-z0-9]{20,}\b"), MASK),
     (regex.compile(r"(?i)(\bauthorization[\"']?\s*[:=]\s*[\"']?)(?:bearer|basic|token)?\s*[^\s\"',}]+"),
@@ -66,7 +69,7 @@ _RULES: list[tuple[Any, str]] = [
     # KEY=value / "key": "value" where the key names a secret.
     (regex.compile(
         r"(?i)((?:token(?![a-z])|secret|passw(?:or)?d|api[_-]?key|access[_-]?key|"
-        r"credentials?)[\w.-]*[\"']?\s*[=:]\s*[\"']?)"
+        r"credentials?)[\w.-]{0,60}[\"']?\s*[=:]\s*[\"']?)"
         r"(?![\"']?\s*(?:\[REDACTED\]|None|null|true|false|\"?\s*$))[^\s\"',}]{4,}"),
      r"\1" + MASK),
 ]
