@@ -255,15 +255,22 @@ def step6(judge: Judge) -> StepResult:
 
 def _autoscalers(judge: Judge) -> list[str]:
     """The autoscalers that act on the vLLM workloads, described for evidence."""
-    owners = {(meta(o).get("namespace"), o.get("kind") or "", meta(o).get("name"))
-              for p in judge.pods for o in workload.owner_chain(judge.snapshot, p.pod)}
-    owner_names = {(ns, name) for ns, _, name in owners}
+    hpas: dict[str, Obj] = {}
+    isvcs: dict[str, Obj] = {}
+    for pod in judge.pods:
+        owner = workload.workload_owner(judge.snapshot, pod.pod)
+        if owner is not None:
+            kind, obj = owner
+            for hpa in workload.autoscalers_for(judge.snapshot, kind, str(meta(obj).get("name")),
+                                                pod.namespace):
+                hpas.setdefault(f"{pod.namespace}/{meta(hpa).get('name')}", hpa)
+        isvc = workload.inference_service(judge.snapshot, pod.pod)
+        if isvc is not None:
+            isvcs.setdefault(f"{pod.namespace}/{meta(isvc).get('name')}", isvc)
     out = []
-    for hpa in judge.snapshot.items("horizontalpodautoscalers"):
+    for hpa in hpas.values():
         spec = hpa.get("spec") or {}
         ref = spec.get("scaleTargetRef") or {}
-        if (meta(hpa).get("namespace"), ref.get("name")) not in owner_names:
-            continue
         metrics = []
         for m in spec.get("metrics") or []:
             kind = m.get("type", "")
@@ -276,11 +283,7 @@ def _autoscalers(judge: Judge) -> list[str]:
         out.append(f"HPA {meta(hpa).get('name')} -> {ref.get('kind')}/{ref.get('name')}: "
                    f"replicas {spec.get('minReplicas', 1)}-{spec.get('maxReplicas')}, "
                    f"{'; '.join(metrics) or 'default CPU 80%'}")
-    isvcs = {p.owner.split("/", 1)[1] for p in judge.pods if p.owner and
-             p.owner.startswith("InferenceService/")}
-    for isvc in judge.snapshot.items("inferenceservices"):
-        if meta(isvc).get("name") not in isvcs:
-            continue
+    for isvc in isvcs.values():
         ann = meta(isvc).get("annotations") or {}
         keys = {k.split("/", 1)[1]: v for k, v in ann.items()
                 if k.startswith("autoscaling.knative.dev/")}

@@ -192,15 +192,6 @@ def _last_log_match(ctx: ContainerContext, rx: Any) -> tuple[Any, str, LogLine] 
     return None
 
 
-def _startup_value(ctx: ContainerContext, attr: str) -> tuple[Any, str, LogLine | None] | None:
-    for stream in (CURRENT, PREVIOUS):
-        rep = ctx.startup.get(stream)
-        value = getattr(rep, attr, None) if rep is not None else None
-        if value is not None:
-            return value, stream, None
-    return None
-
-
 def _gpu_memory_utilization(ctx: ContainerContext) -> Fact:
     value = ctx.engine.number("gpu-memory-utilization")
     desc = ctx.engine.describe("gpu-memory-utilization")

@@ -114,6 +114,10 @@ def shm_is_memory_backed(pod: Obj, container: Obj) -> bool:
     return bool(vol and dig(vol, "emptyDir.medium") == "Memory")
 
 
+_OWNER_PLURAL = {"ReplicaSet": "replicasets", "Deployment": "deployments",
+                 "StatefulSet": "statefulsets"}
+
+
 def owner_chain(snapshot: Snapshot, pod: Obj) -> list[Obj]:
     """Pod -> ReplicaSet -> Deployment (or StatefulSet), as far as was read.
 
@@ -124,15 +128,11 @@ def owner_chain(snapshot: Snapshot, pod: Obj) -> list[Obj]:
     ns = meta(pod).get("namespace", "")
     current = pod
     for _ in range(4):  # owners never nest deeper than this for workloads
-        refs = [r for r in meta(current).get("ownerReferences") or [] if r.get("controller")]
-        if not refs:
+        ref = controller_ref(current)
+        plural = _OWNER_PLURAL.get(str(ref.get("kind"))) if ref else None
+        if ref is None or plural is None:
             break
-        ref = refs[0]
-        kind = {"ReplicaSet": "replicasets", "Deployment": "deployments",
-                "StatefulSet": "statefulsets"}.get(str(ref.get("kind")))
-        if kind is None:
-            break
-        owner = snapshot.find(kind, ns, str(ref.get("name")))
+        owner = snapshot.find(plural, ns, str(ref.get("name")))
         if owner is None:
             break
         current = {"apiVersion": ref.get("apiVersion"), "kind": ref.get("kind"), **owner}
@@ -180,8 +180,6 @@ def metrics_port(container: Obj) -> int:
 
 # --- Workload-level lookups used by facts (owners, autoscalers, rollouts) ---
 
-_OWNER_PLURAL = {"ReplicaSet": "replicasets", "Deployment": "deployments",
-                 "StatefulSet": "statefulsets"}
 REVISION_ANNOTATION = "deployment.kubernetes.io/revision"
 
 
@@ -192,24 +190,10 @@ def controller_ref(obj: Obj) -> Obj | None:
 
 def workload_owner(snapshot: Snapshot, pod: Obj) -> tuple[str, Obj] | None:
     """The Deployment or StatefulSet that runs this pod, as (kind, object)."""
-    ns = str(meta(pod).get("namespace", ""))
-    current, kind = pod, ""
-    found: tuple[str, Obj] | None = None
-    for _ in range(3):
-        ref = controller_ref(current)
-        if ref is None:
-            break
-        kind = str(ref.get("kind") or "")
-        plural = _OWNER_PLURAL.get(kind)
-        if plural is None:
-            break
-        owner = snapshot.find(plural, ns, str(ref.get("name")))
-        if owner is None:
-            break
-        if kind in ("Deployment", "StatefulSet"):
-            found = (kind, owner)
-        current = owner
-    return found
+    for owner in reversed(owner_chain(snapshot, pod)):
+        if owner.get("kind") in ("Deployment", "StatefulSet"):
+            return str(owner["kind"]), owner
+    return None
 
 
 def pod_replicaset(snapshot: Snapshot, pod: Obj) -> Obj | None:
