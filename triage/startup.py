@@ -86,7 +86,9 @@ class StartupReport:
 
     @property
     def startup_seconds(self) -> float | None:
-        """How long the server took from its first log line to ready, when it got there."""
+        """How long the server took from its first log line to ready; None if it never was."""
+        if not self.ready:
+            return None  # a load cut short says nothing about how long a start takes
         span = self._stamped_span()
         if span is not None:
             return span
