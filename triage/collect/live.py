@@ -88,6 +88,8 @@ def connect(kubeconfig: str | None, context: str | None, timeout: float) -> Conn
         and not Path(os.path.expanduser("~/.kube/config")).exists()
         and "KUBERNETES_SERVICE_HOST" in os.environ
     )
+    path = kubeconfig or env_config or os.path.expanduser("~/.kube/config")
+    source = "--kubeconfig" if kubeconfig else "$KUBECONFIG" if env_config else "default"
     try:
         if in_cluster:
             k8s_config.load_incluster_config(client_configuration=cfg)
@@ -95,10 +97,11 @@ def connect(kubeconfig: str | None, context: str | None, timeout: float) -> Conn
             if _IN_CLUSTER_NS.exists():
                 namespace = _IN_CLUSTER_NS.read_text().strip() or namespace
         else:
-            path = kubeconfig or env_config or os.path.expanduser("~/.kube/config")
-            for p in path.split(os.pathsep):
-                if p and not Path(p).exists() and kubeconfig:
-                    raise InputError(f"kubeconfig {p} does not exist")
+            files = [p for p in path.split(os.pathsep) if p]
+            missing = [p for p in files if not Path(p).exists()]
+            if (kubeconfig and missing) or len(missing) == len(files):
+                raise InputError(f"kubeconfig {', '.join(missing) or path} ({source}) does not "
+                                 "exist, and this is not running in a pod")
             contexts, active = k8s_config.list_kube_config_contexts(config_file=path)
             chosen = active
             if context:
@@ -114,14 +117,10 @@ def connect(kubeconfig: str | None, context: str | None, timeout: float) -> Conn
             )
     except InputError:
         raise
-    except ConfigException as exc:
-        raise InputError(f"cannot load kubeconfig: {_one_line(str(exc))}") from None
-    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise InputError(f"cannot load kubeconfig: {exc.__class__.__name__}: "
-                         f"{_one_line(str(exc))}") from None
     except Exception as exc:  # yaml errors and anything the loader raises on bad input
-        raise InputError(f"cannot load kubeconfig: {exc.__class__.__name__}: "
-                         f"{_one_line(str(exc))}") from None
+        what = "" if isinstance(exc, ConfigException) else f"{exc.__class__.__name__}: "
+        where = "in-cluster configuration" if in_cluster else f"kubeconfig {path}"
+        raise InputError(f"cannot load {where}: {what}{_one_line(str(exc))}") from None
     cfg.retries = False  # a dead API server must fail fast, not retry for minutes
     cfg.connection_pool_maxsize = 16
     api = k8s.ApiClient(cfg)
