@@ -24,8 +24,10 @@ from triage import __version__, pipeline
 from triage.collect import CollectError, InputError
 from triage.redact import redact_text
 from triage.report import Report, writers
+from triage.snapshot import Snapshot
 
-EXIT_OK, EXIT_FAILING, EXIT_USAGE, EXIT_CLUSTER = 0, 1, 2, 3
+# 1 comes from the report (pipeline.exit_code), 3 from ClusterUnreachable.
+EXIT_OK, EXIT_USAGE = 0, 2
 
 EPILOG = """\
 Examples:
@@ -181,7 +183,8 @@ OutputFileOpt = Annotated[Path | None, typer.Option(
 
 def _snapshot_live(namespace: str | None, all_namespaces: bool, kubeconfig: str | None,
                    context: str | None, selector: str | None, request_timeout: str,
-                   tail_lines: int, progress: bool) -> object:
+                   tail_lines: int, progress: bool) -> Snapshot:
+    # The kubernetes client takes half a second to import; analyze never needs it.
     from triage.collect.live import LiveCollector, Options, connect
 
     timeout = parse_duration(request_timeout)
@@ -210,7 +213,7 @@ def scan(
     with _guard(debug):
         snap = _snapshot_live(namespace, all_namespaces, kubeconfig, context, selector,
                               request_timeout, tail_lines, progress=True)
-        report = pipeline.analyze(snap, list(patterns or []))  # type: ignore[arg-type]
+        report = pipeline.analyze(snap, list(patterns or []))
         _emit(report, output, output_file)
     raise typer.Exit(pipeline.exit_code(report))
 
@@ -235,10 +238,10 @@ def collect(
         snap = _snapshot_live(namespace, all_namespaces, kubeconfig, context, selector,
                               request_timeout, tail_lines, progress=True)
         try:
-            bundle.write(snap, output)  # type: ignore[arg-type]
+            bundle.write(snap, output)
         except OSError as exc:
             raise InputError(f"cannot write {output}: {exc.strerror or exc}") from None
-        failures = len(snap.failures)  # type: ignore[attr-defined]
+        failures = len(snap.failures)
         _stderr().print(f"bundle written to {output}"
                         + (f" ({failures} read(s) failed, listed inside)" if failures else ""),
                         markup=False)
