@@ -71,12 +71,6 @@ class Snapshot:
     def items(self, kind: str) -> list[Obj]:
         return self.objects.get(kind, [])
 
-    def failed(self, kind: str) -> list[ReadFailure]:
-        return [f for f in self.failures if f.kind == kind]
-
-    def was_read(self, kind: str) -> bool:
-        return kind in self.objects and not self.failed(kind)
-
     def pods(self) -> list[Obj]:
         return self.items("pods")
 
