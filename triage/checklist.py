@@ -244,10 +244,8 @@ def step6(judge: Judge) -> StepResult:
                 else "no completed start-up in the logs read")
         startup = ctx.fact("has_startup_probe")
         live = c.get("livenessProbe")
-        live_txt = (f"livenessProbe initialDelaySeconds {live.get('initialDelaySeconds', 0)}, "
-                    f"periodSeconds {live.get('periodSeconds', 10)}, timeoutSeconds "
-                    f"{live.get('timeoutSeconds', 1)}, failureThreshold "
-                    f"{live.get('failureThreshold', 3)}") if live else "no livenessProbe"
+        live_txt = (f"livenessProbe {workload.describe_probe(live)}" if live
+                    else "no livenessProbe")
         ev.append(f"{pod.namespace}/{pod.name} ({ctx.name}): {load}; "
                   f"{startup.text if startup else ''}; {live_txt}")
     return StepResult(6, TITLES[6], PASS, ev)

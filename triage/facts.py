@@ -149,10 +149,7 @@ def _startup_probe(ctx: ContainerContext) -> Fact:
     if not probe:
         return Fact(False, f"container {ctx.name} has no startupProbe")
     budget = workload.probe_budget(probe)
-    return Fact(True, f"startupProbe allows about {budget}s "
-                      f"(initialDelaySeconds {probe.get('initialDelaySeconds', 0)}, periodSeconds "
-                      f"{probe.get('periodSeconds', 10)}, failureThreshold "
-                      f"{probe.get('failureThreshold', 3)})")
+    return Fact(True, f"startupProbe allows about {budget}s ({workload.describe_probe(probe)})")
 
 
 def _unschedulable(ctx: ContainerContext) -> Fact:
@@ -315,10 +312,7 @@ def _probe_shortfall(ctx: ContainerContext) -> Fact:
             f"{TYPICAL_LOAD_SECONDS:.0f}s to download, load and warm up")
     action = "restarts the container" if kind == "livenessProbe" else "keeps the pod unready"
     return Fact(need - budget, f"container {ctx.name} has no startupProbe and its {kind} "
-                f"{action} after about {budget}s (initialDelaySeconds "
-                f"{probe.get('initialDelaySeconds', 0)} + periodSeconds "
-                f"{probe.get('periodSeconds', 10)} x failureThreshold "
-                f"{probe.get('failureThreshold', 3)}); {why}")
+                f"{action} after about {budget}s ({workload.describe_probe(probe)}); {why}")
 
 
 def _liveness_timeout(ctx: ContainerContext) -> Fact:

@@ -292,3 +292,10 @@ def probe_budget(probe: Obj) -> int:
     """Seconds a probe lets a container go unanswered before it acts, with K8s defaults."""
     return int(probe.get("initialDelaySeconds", 0)) + int(probe.get("periodSeconds", 10)) * int(
         probe.get("failureThreshold", 3))
+
+
+def describe_probe(probe: Obj) -> str:
+    """A probe's timing fields as set, with Kubernetes' defaults where unset."""
+    return (f"initialDelaySeconds {probe.get('initialDelaySeconds', 0)}, periodSeconds "
+            f"{probe.get('periodSeconds', 10)}, timeoutSeconds {probe.get('timeoutSeconds', 1)}, "
+            f"failureThreshold {probe.get('failureThreshold', 3)}")
