@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from triage import engine_config, workload
+from triage import engine_config, selection
 from triage.snapshot import Snapshot
 
 
@@ -65,12 +65,12 @@ def test_kserve_huggingface_runtime_spellings() -> None:
                   command=["python", "-m", "huggingfaceserver"],
                   args=["--model_name=llama", "--model_id=meta-llama/Llama-3.1-8B-Instruct",
                         "--backend=vllm", "--max_model_len=8192"])
-    assert workload.is_vllm_container(c)
+    assert selection.is_vllm_container(c)
     cfg = engine_config.parse(c)
     assert cfg.model == "meta-llama/Llama-3.1-8B-Instruct"
     assert cfg.integer("max-model-len") == 8192
     hf = container(image="kserve/huggingfaceserver:v0.15.0", args=["--backend=huggingface"])
-    assert not workload.is_vllm_container(hf)
+    assert not selection.is_vllm_container(hf)
 
 
 def test_config_file_from_a_mounted_configmap_and_args_win() -> None:
@@ -110,4 +110,4 @@ def test_config_file_that_was_not_collected_is_noted_not_guessed() -> None:
     ("busybox", ["sh", "-c", "echo vllm is great"], False),
 ])
 def test_vllm_container_detection(image: str, command: list[str], expected: bool) -> None:
-    assert workload.is_vllm_container(container(image=image, command=command)) is expected
+    assert selection.is_vllm_container(container(image=image, command=command)) is expected

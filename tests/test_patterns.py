@@ -1,72 +1,31 @@
-"""Every shipped pattern loads, and its own examples prove its regexes.
+"""Every shipped pattern loads, is documented, and proves itself with whole-rule examples.
 
-``examples.match`` lines must match one of the pattern's log leaves and
-``examples.no_match`` lines (healthy look-alikes) must match none, the way
-the classifier matches a log line (``triage.classify.match_example``). A
-pattern without log leaves (scheduling, for example) has its examples
-checked against its event-message and fact regexes instead. A malformed
-pattern passed with ``--patterns`` is reported by file and field while the
-scan still produces a report.
+The examples inside each pattern file (small in-memory snapshots marked
+``reports: true`` or ``reports: false``) run here exactly as
+``vllm-triage patterns --test`` runs them. Loading checks every name a
+pattern uses; overriding a pattern with ``--patterns`` changes both the
+finding and the checklist step it feeds.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.conftest import ROOT, run_cli
-from triage.classify import match_example
-from triage.patterns import (
-    AllOf,
-    AnyOf,
-    Condition,
-    EventLeaf,
-    FactLeaf,
-    LogLeaf,
-    Pattern,
-    load_patterns,
-)
+from triage.rules.examples import run_example
+from triage.rules.loader import load_patterns
 
 PATTERN_DIR = ROOT / "patterns"
 LOADED = load_patterns()
 PATTERNS = {p.id: p for p in LOADED.patterns}
-
-
-def _walk(cond: Condition) -> Iterator[Condition]:
-    yield cond
-    if isinstance(cond, (AnyOf, AllOf)):
-        for child in cond.children:
-            yield from _walk(child)
-    # "not" subtrees are exclusions, not signatures.
-
-
-def _log_leaves(p: Pattern) -> list[LogLeaf]:
-    return [c for c in _walk(p.when) if isinstance(c, LogLeaf)]
-
-
-def _text_regexes(p: Pattern) -> list[Any]:
-    """Event message and fact regexes, for patterns that match no log line."""
-    out: list[Any] = []
-    for c in _walk(p.when):
-        if isinstance(c, EventLeaf) and c.message is not None:
-            out.append(c.message)
-        elif isinstance(c, FactLeaf) and c.comparison.op == "regex":
-            out.append(c.comparison.value)
-    return out
-
-
-def _matches(p: Pattern, line: str) -> bool:
-    if _log_leaves(p):
-        return match_example(p, line)
-    return any(rx.search(line) for rx in _text_regexes(p))
+SEVERITIES = {p.id: p.severity for p in LOADED.patterns}
 
 
 def test_every_pattern_file_loads() -> None:
-    assert LOADED.errors == [], [str(e) for e in LOADED.errors]
+    assert LOADED.errors == (), [str(e) for e in LOADED.errors]
     files = sorted(PATTERN_DIR.glob("*.yaml"))
     assert len(PATTERNS) == len(files), "two pattern files share an id"
     assert {Path(p.source).stem for p in LOADED.patterns} == {f.stem for f in files}
@@ -83,36 +42,44 @@ def test_pattern_is_documented(pid: str) -> None:
     assert p.remediation and p.title and p.summary and p.references, pid
 
 
-# Patterns decided by status fields, specs or metrics alone have no text to
-# give examples of; their fixtures are their examples.
-TEXT_PATTERNS = sorted(pid for pid, p in PATTERNS.items() if _log_leaves(p) or _text_regexes(p))
-
-
-@pytest.mark.parametrize("pid", TEXT_PATTERNS)
-def test_text_pattern_has_examples(pid: str) -> None:
-    p = PATTERNS[pid]
-    assert p.examples_match, f"{pid}: examples.match is empty"
-    assert p.examples_no_match, f"{pid}: examples.no_match is empty"
+@pytest.mark.parametrize("pid", sorted(PATTERNS))
+def test_pattern_has_a_reporting_and_a_silent_example(pid: str) -> None:
+    kinds = {ex.reports for ex in PATTERNS[pid].examples}
+    assert {True, False} <= kinds, f"{pid}: needs whole-rule examples that report and that " \
+                                   f"stay silent, has {kinds or 'none'}"
 
 
 @pytest.mark.parametrize("pid", sorted(PATTERNS))
-def test_examples_match(pid: str) -> None:
-    p = PATTERNS[pid]
-    missed = [line for line in p.examples_match if not _matches(p, line)]
-    assert not missed, f"{pid}: these examples.match lines match no leaf: {missed}"
+def test_whole_rule_examples(pid: str) -> None:
+    failed = [r.describe() for r in (run_example(PATTERNS[pid], ex, SEVERITIES)
+                                     for ex in PATTERNS[pid].examples) if not r.ok]
+    assert not failed, "\n".join(failed)
 
 
-@pytest.mark.parametrize("pid", sorted(PATTERNS))
-def test_examples_no_match(pid: str) -> None:
-    p = PATTERNS[pid]
-    wrong = [line for line in p.examples_no_match if _matches(p, line)]
-    assert not wrong, f"{pid}: these examples.no_match lines match: {wrong}"
+def test_patterns_test_command_runs_the_examples() -> None:
+    run = run_cli("patterns", "--test")
+    assert run.code == 0, run.stdout + run.stderr
+    assert " 0 failed" in run.stdout
 
 
-@pytest.mark.parametrize("pid", sorted(PATTERNS))
-def test_yields_to_names_known_findings(pid: str) -> None:
-    unknown = set(PATTERNS[pid].yields_to) - set(PATTERNS)
-    assert not unknown, f"{pid}: yields_to names unknown ids {unknown}"
+def test_patterns_facts_lists_every_name() -> None:
+    from triage.facts import REGISTRY
+    from triage.metrics import METRICS
+
+    run = run_cli("patterns", "--facts")
+    assert run.code == 0, run.stderr
+    for name in [*REGISTRY, *METRICS]:
+        assert f"  {name} " in run.stdout, name
+
+
+def test_readme_carries_the_generated_fact_list() -> None:
+    """patterns/README.md holds `vllm-triage patterns --facts --markdown` between markers."""
+    run = run_cli("patterns", "--facts", "--markdown")
+    readme = (PATTERN_DIR / "README.md").read_text()
+    start, end = "<!-- facts:start -->\n", "<!-- facts:end -->"
+    assert start in readme and end in readme
+    block = readme.split(start, 1)[1].split(end, 1)[0]
+    assert block == run.stdout, "regenerate with ./scripts/update-docs"
 
 
 MALFORMED = """\
@@ -136,6 +103,37 @@ when:
   log: {regex: 'x'}
 """
 
+MISSPELT_FACT = """\
+id: misspelt-fact
+severity: warning
+title: A pattern that names a fact that does not exist
+step: 4
+remediation: nothing
+when:
+  any:
+    - fact: {name: gpu_memory_utilisation, gt: 0.92}
+"""
+
+MISSPELT_FIELD = """\
+id: misspelt-field
+severity: warning
+title: A pattern that names an API field that does not exist
+step: 1
+remediation: nothing
+when:
+  container: {field: lastState.terminated.reasn, equals: OOMKilled}
+"""
+
+UNKNOWN_FINDING = """\
+id: unknown-finding
+severity: warning
+title: A pattern that refers to a finding that does not exist
+step: 4
+remediation: nothing
+when:
+  finding: cuda-oops
+"""
+
 
 def test_malformed_pattern_is_reported_and_scan_goes_on(tmp_path: Path) -> None:
     (tmp_path / "broken-example.yaml").write_text(MALFORMED)
@@ -152,3 +150,69 @@ def test_malformed_pattern_is_reported_and_scan_goes_on(tmp_path: Path) -> None:
     assert "cuda-oom" in found["vllm-qwen-5b7d9c8f6d-7xk2p"]
     assert "broken-example" not in json.dumps(found)
     assert run.code == 1, run.stderr
+
+
+@pytest.mark.parametrize(("name", "text", "where"), [
+    ("misspelt-fact.yaml", MISSPELT_FACT, "when.any[0].fact.name: unknown fact "
+                                          "'gpu_memory_utilisation'"),
+    ("misspelt-field.yaml", MISSPELT_FIELD, "when.container.field: unknown field 'reasn'"),
+    ("unknown-finding.yaml", UNKNOWN_FINDING, "finding: unknown finding id 'cuda-oops'"),
+])
+def test_a_misspelt_name_fails_the_pattern_lint(tmp_path: Path, name: str, text: str,
+                                                where: str) -> None:
+    (tmp_path / name).write_text(text)
+    run = run_cli("patterns", "--patterns", str(tmp_path))
+    assert run.code == 2, run.stdout
+    assert name in run.stderr and where in run.stderr, run.stderr
+    # A scan still runs, without the broken pattern, and says it was skipped.
+    scan = run_cli("analyze", "fixtures/cuda-oom", "--patterns", str(tmp_path), "-o", "json")
+    assert any(name in w and "pattern skipped" in w for w in scan.json()["warnings"])
+
+
+def _utilisation_override(tmp_path: Path, low: float, high: float) -> Path:
+    shipped = (PATTERN_DIR / "gpu-memory-utilization.yaml").read_text()
+    assert "gt: 0.92" in shipped and "lt: 0.85" in shipped
+    text = (shipped.replace("gt: 0.92", f"gt: {high}").replace("lt: 0.85", f"lt: {low}")
+            .replace("remediation: |", "remediation: |\n  Our fleet runs dedicated GPUs: "
+                                       f"keep it within {low}-{high}."))
+    # The shipped examples are about the shipped range; the override brings none.
+    text = text[:text.index("\nexamples:")] + "\n"
+    (tmp_path / "gpu-memory-utilization.yaml").write_text(text)
+    return tmp_path
+
+
+def _step(report: dict, n: int) -> dict:
+    return next(s for s in report["checklist"] if s["step"] == n)
+
+
+def test_overriding_the_utilisation_range_moves_finding_and_step_together(
+        tmp_path: Path) -> None:
+    # gmu-too-high runs --gpu-memory-utilization 0.97: outside the shipped range ...
+    shipped = run_cli("analyze", "fixtures/gmu-too-high", "-o", "json").json()
+    assert _step(shipped, 4)["verdict"] == "warn"
+    assert any(f["id"] == "gpu-memory-utilization" for p in shipped["pods"]
+               for f in p["findings"])
+    # ... inside a team's 0.80-0.98: no finding, and step 4 passes on the value.
+    wide = tmp_path / "wide"
+    wide.mkdir()
+    _utilisation_override(wide, 0.80, 0.98)
+    run = run_cli("analyze", "fixtures/gmu-too-high", "--patterns", str(wide), "-o", "json")
+    report = run.json()
+    assert not any(f["id"] == "gpu-memory-utilization" for p in report["pods"]
+                   for f in p["findings"])
+    step4 = _step(report, 4)
+    assert step4["verdict"] == "pass", step4
+    assert any("--gpu-memory-utilization=0.97" in e for e in step4["evidence"])
+    assert not any("0.85" in e or "0.92" in e for e in step4["evidence"])
+
+
+def test_a_narrower_range_warns_with_the_overriding_remediation(tmp_path: Path) -> None:
+    narrow = tmp_path / "narrow"
+    narrow.mkdir()
+    _utilisation_override(narrow, 0.80, 0.88)
+    # well-sized-healthy runs --gpu-memory-utilization 0.9.
+    run = run_cli("analyze", "fixtures/well-sized-healthy", "--patterns", str(narrow), "-o",
+                  "json")
+    step4 = _step(run.json(), 4)
+    assert step4["verdict"] == "warn", step4
+    assert any("keep it within 0.8-0.88" in r for r in step4["remediation"]), step4

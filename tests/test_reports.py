@@ -22,6 +22,7 @@ from tests.conftest import FIXTURES, fixture_names, replay, run_cli
 from triage.report import html as html_writer
 from triage.report import markdown as md_writer
 from triage.report import writers
+from triage.results import Report
 
 VOID = {"meta", "br", "hr", "img", "input", "link", "col", "wbr", "area", "base", "source"}
 
@@ -123,7 +124,7 @@ def test_writers_registered() -> None:
 @pytest.mark.parametrize("name", fixture_names())
 def test_markdown_content(name: str) -> None:
     report = fixture_report(name)
-    text = md_writer.render(report, False)
+    text = md_writer.render(Report.from_document(report), False)
     first = text.splitlines()[0]
     assert ("FAIL" if report["verdict"] == "fail" else "PASS") in first
     # one pod table row per pod, the checklist table with all 10 steps
@@ -168,7 +169,7 @@ def _fences(text: str) -> list[tuple[str, list[str]]]:
 
 
 def test_markdown_escapes_hostile_text() -> None:
-    text = md_writer.render(hostile(fixture_report()), False)
+    text = md_writer.render(Report.from_document(hostile(fixture_report())), False)
     blocks = _fences(text)
     fenced_lines = {line for _, body in blocks for line in body}
     # Table rows keep their column count whatever a cell holds.
@@ -202,7 +203,7 @@ def test_markdown_renders_as_intended(hostile_text: bool) -> None:
     report = fixture_report()
     if hostile_text:
         report = hostile(report)
-    doc = parse(_render_markdown(md_writer.render(report, False)))
+    doc = parse(_render_markdown(md_writer.render(Report.from_document(report), False)))
     assert not doc.errors, doc.errors
     tags = [t for t, _ in doc.tags]
     # Only the writer's own HTML (details/summary/sub) gets through; a log line's
@@ -232,7 +233,7 @@ def test_markdown_renders_as_intended(hostile_text: bool) -> None:
 @pytest.mark.parametrize("name", fixture_names())
 def test_html_structure(name: str) -> None:
     report = fixture_report(name)
-    page = html_writer.render(report, False)
+    page = html_writer.render(Report.from_document(report), False)
     assert page.startswith("<!DOCTYPE html>")
     doc = parse(page)
     assert not doc.errors, doc.errors
@@ -262,7 +263,7 @@ def test_html_structure(name: str) -> None:
 
 def test_html_escapes_hostile_text() -> None:
     bad = hostile(fixture_report())
-    page = html_writer.render(bad, False)
+    page = html_writer.render(Report.from_document(bad), False)
     doc = parse(page)
     assert not doc.errors and doc.stack == []
     tags = {t for t, _ in doc.tags}
@@ -303,7 +304,7 @@ CHROMIUM = next((p for p in (shutil.which("chromium"), shutil.which("chromium-br
 @pytest.mark.skipif(CHROMIUM is None, reason="no headless Chromium installed")
 def test_html_renders_in_headless_browser(tmp_path: Path) -> None:
     page = tmp_path / "report.html"
-    page.write_text(html_writer.render(hostile(fixture_report()), False), encoding="utf-8")
+    page.write_text(html_writer.render(Report.from_document(hostile(fixture_report())), False), encoding="utf-8")
     shot, pdf = tmp_path / "shot.png", tmp_path / "report.pdf"
     base = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
             f"--user-data-dir={tmp_path / 'profile'}"]

@@ -60,6 +60,9 @@ class EngineConfig:
     sources: dict[str, str] = field(default_factory=dict)  # flag -> "args" | "config <file>"
     config_file: str | None = None
     notes: list[str] = field(default_factory=list)
+    # Why a --config file named on the command line could not be read: then
+    # every flag not set on the command line is unknown, not vLLM's default.
+    config_unread: str | None = None
 
     def raw(self, name: str) -> str | None:
         return self.flags.get(name)
@@ -70,6 +73,10 @@ class EngineConfig:
 
     def is_set(self, name: str) -> bool:
         return name in self.flags
+
+    def unknown(self, name: str) -> str | None:
+        """Why this flag's value cannot be known (an unread --config), or None."""
+        return None if name in self.flags else self.config_unread
 
     def number(self, name: str) -> float | None:
         v = self.value(name)
@@ -172,16 +179,20 @@ def _merge_config_file(
 ) -> None:
     """Read a --config YAML from the ConfigMap mounted at its directory."""
     cfg.config_file = path
-    data = _config_map_file(path, container, snapshot, pod)
+    data, why = _config_map_file(path, container, snapshot, pod)
     if data is None:
-        cfg.notes.append(f"--config {path}: not read (not from a ConfigMap that was collected)")
+        cfg.config_unread = f"--config {path} was not read: {why}"
+        cfg.notes.append(cfg.config_unread)
         return
     try:
         loaded: Any = yaml.safe_load(data)
     except yaml.YAMLError as exc:
-        cfg.notes.append(f"--config {path}: not YAML ({exc.__class__.__name__})")
+        cfg.config_unread = f"--config {path} is not YAML ({exc.__class__.__name__})"
+        cfg.notes.append(cfg.config_unread)
         return
     if not isinstance(loaded, dict):
+        cfg.config_unread = f"--config {path} does not hold a mapping of settings"
+        cfg.notes.append(cfg.config_unread)
         return
     for key, value in loaded.items():
         name = str(key).replace("_", "-")
@@ -192,10 +203,13 @@ def _merge_config_file(
         cfg.model = cfg.flags["model"]
 
 
-def _config_map_file(path: str, container: Obj, snapshot: Snapshot, pod: Obj) -> str | None:
+def _config_map_file(path: str, container: Obj, snapshot: Snapshot, pod: Obj
+                     ) -> tuple[str | None, str]:
+    """The --config file's text from the ConfigMap mounted at its directory, or why not."""
     target = PurePosixPath(path)
-    volumes = {v.get("name"): v for v in (pod.get("spec") or {}).get("volumes") or []}
-    ns = meta(pod).get("namespace", "")
+    volumes = {v.get("name"): v for v in (pod.get("spec") or {}).get("volumes") or []
+               if isinstance(v, dict)}
+    ns = str(meta(pod).get("namespace", ""))
     for mount in container.get("volumeMounts") or []:
         mount_path = PurePosixPath(str(mount.get("mountPath", "")))
         vol = volumes.get(mount.get("name")) or {}
@@ -209,8 +223,13 @@ def _config_map_file(path: str, container: Obj, snapshot: Snapshot, pod: Obj) ->
             key = target.name
         else:
             continue
-        cm = snapshot.find("configmaps", ns, cm_name)
-        if cm is not None:
-            value = (cm.get("data") or {}).get(key)
-            return str(value) if value is not None else None
-    return None
+        cm = snapshot.find("configmaps", ns, str(cm_name))
+        if cm is None:
+            failed = snapshot.failure("configmaps", ns, str(cm_name))
+            return None, (f"ConfigMap {cm_name} could not be read ({failed.reason})" if failed
+                          else f"ConfigMap {cm_name} was not collected")
+        value = (cm.get("data") or {}).get(key)
+        if value is None:
+            return None, f"ConfigMap {cm_name} has no key {key}"
+        return str(value), ""
+    return None, "it is not in a ConfigMap mounted into the container"

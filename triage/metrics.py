@@ -36,6 +36,46 @@ HISTOGRAMS = {
     "prompt_len": ("vllm:request_prompt_tokens",),
 }
 
+# What each logical name measures, for `metric:` leaves and `vllm-triage patterns --facts`.
+_MEANING = {
+    "requests_running": ("requests", "requests in the running batch (gauge, summed over engines)"),
+    "requests_waiting": ("requests", "requests waiting for a slot (gauge, summed over engines)"),
+    "kv_cache_usage": ("fraction", "fraction of the KV cache in use (gauge, 1 = full; max "
+                                   "over engines)"),
+    "preemptions": ("requests", "preemptions since the server started (counter)"),
+    "requests_finished": ("requests", "requests finished since the server started (counter)"),
+    "prompt_tokens": ("tokens", "prompt tokens processed since the server started (counter)"),
+    "generation_tokens": ("tokens", "tokens generated since the server started (counter)"),
+    "e2e_latency": ("seconds", "end-to-end request latency"),
+    "ttft": ("seconds", "time to first token"),
+    "itl": ("seconds", "inter-token latency (time per output token)"),
+    "queue_time": ("seconds", "time a request waited in the queue"),
+    "prompt_len": ("tokens", "prompt length"),
+}
+
+
+def _registry() -> dict[str, tuple[str, str]]:
+    out: dict[str, tuple[str, str]] = {}
+    for name in (*GAUGES, *COUNTERS):
+        unit, doc = _MEANING[name]
+        exposed = (GAUGES | COUNTERS)[name]
+        out[name] = (unit, f"{doc}; {' or '.join(exposed)}")
+    for name, exposed in HISTOGRAMS.items():
+        unit, doc = _MEANING[name]
+        for label, q in (("p50", "median"), ("p90", "90th percentile"),
+                         ("p99", "99th percentile")):
+            out[f"{name}_{label}"] = (unit, f"{doc}, {q} (histogram_quantile over "
+                                            f"{' or '.join(exposed)})")
+        out[f"{name}_count"] = ("observations", f"{doc}: observations in the histogram")
+        out[f"{name}_mean"] = (unit, f"{doc}, mean (sum / count)")
+    out["e2e_latency_p99_over_p50"] = ("ratio", "e2e latency P99 / P50: how long the tail is")
+    out["ttft_p99_over_p50"] = ("ratio", "time to first token P99 / P50")
+    return out
+
+
+# Every name a `metric:` leaf may use: name -> (unit, what it measures).
+METRICS: dict[str, tuple[str, str]] = _registry()
+
 
 @dataclass
 class Histogram:

@@ -1,15 +1,18 @@
-"""collect -> classify -> judge -> render, in one place the commands share."""
+"""collect -> facts -> rules -> steps -> report, in one place the commands share."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from triage import checklist
-from triage.classify import classify
 from triage.collect import InputError
-from triage.patterns import builtin_dir, load_patterns
-from triage.report import Report, build
-from triage.snapshot import Snapshot
+from triage.facts import ContainerContext, Fact
+from triage.report import build
+from triage.results import Report
+from triage.rules.evaluate import classify
+from triage.rules.loader import builtin_dir, load_patterns
+from triage.selection import triaged_containers
+from triage.snapshot import Obj, Snapshot
 
 
 def analyze(snapshot: Snapshot, pattern_dirs: list[Path] | None = None) -> Report:
@@ -19,10 +22,16 @@ def analyze(snapshot: Snapshot, pattern_dirs: list[Path] | None = None) -> Repor
                          "the installation is incomplete; reinstall vllm-triage")
     loaded = load_patterns(pattern_dirs or [])
     warnings = [f"pattern skipped: {e}" for e in loaded.errors]
-    classification = classify(snapshot, loaded.patterns)
-    steps = checklist.judge(snapshot, classification)
-    return build(snapshot, classification, steps, warnings)
+    shared: dict[tuple[str, ...], Fact] = {}  # facts of a pod, node or workload, computed once
+
+    def contexts(pod: Obj) -> list[ContainerContext]:
+        return [ContainerContext(snapshot, pod, c, shared)
+                for c in triaged_containers(pod, snapshot.selector)]
+
+    pods, rule_warnings = classify(snapshot, loaded.patterns, contexts)
+    steps = checklist.judge(pods, snapshot.failures, loaded.patterns)
+    return build(snapshot, pods, steps, warnings + rule_warnings)
 
 
 def exit_code(report: Report) -> int:
-    return 1 if report["verdict"] == "fail" else 0
+    return 1 if report.failing else 0

@@ -43,9 +43,17 @@ class ReadFailure:
     what: str  # e.g. "events in llm", "previous log of llm/vllm-0 (vllm)"
     reason: str  # e.g. "403 Forbidden: events is forbidden: User ..."
     kind: str = ""  # resource kind or "logs"/"metrics", used to tie steps to gaps
+    # What the read was about, most general first: () for a cluster-wide list,
+    # (namespace,) for a namespaced list, (namespace, name) for one object,
+    # (namespace, pod, container, stream) for a log; (node,) for a node.
+    # A failure covers every subject it is a prefix of.
+    subject: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         return f"{self.what}: {self.reason}"
+
+    def covers(self, kind: str, subject: tuple[str, ...]) -> bool:
+        return self.kind == kind and subject[:len(self.subject)] == self.subject
 
 
 @dataclass
@@ -67,9 +75,17 @@ class Snapshot:
     # The user's -l selector: its pods are triaged even when no container
     # looks like vLLM by image or command.
     selector: str | None = None
+    _indexes: dict[str, tuple[list[Obj], int, dict[tuple[str, str], Obj]]] = field(
+        default_factory=dict, repr=False, compare=False)
+    _events: tuple[list[Obj], int, dict[tuple[str, str, str], list[Obj]]] | None = field(
+        default=None, repr=False, compare=False)
 
     def items(self, kind: str) -> list[Obj]:
         return self.objects.get(kind, [])
+
+    def failure(self, kind: str, *subject: str) -> ReadFailure | None:
+        """The failed read, if any, that left this kind of thing about ``subject`` unread."""
+        return next((f for f in self.failures if f.covers(kind, subject)), None)
 
     def pods(self) -> list[Obj]:
         return self.items("pods")
@@ -77,27 +93,40 @@ class Snapshot:
     def node(self, name: str | None) -> Obj | None:
         if not name:
             return None
-        return next((n for n in self.items("nodes") if meta(n).get("name") == name), None)
+        return self._index("nodes").get(("", name))
 
     def find(self, kind: str, namespace: str, name: str) -> Obj | None:
-        for obj in self.items(kind):
-            m = meta(obj)
-            if m.get("name") == name and m.get("namespace") == namespace:
-                return obj
-        return None
+        return self._index(kind).get((namespace, name))
+
+    def _index(self, kind: str) -> dict[tuple[str, str], Obj]:
+        """(namespace, name) -> object, built once per kind: lookups stay O(1) per pod."""
+        items = self.items(kind)
+        cached = self._indexes.get(kind)
+        if cached is None or cached[0] is not items or cached[1] != len(items):
+            index: dict[tuple[str, str], Obj] = {}
+            for obj in items:
+                m = meta(obj)
+                index.setdefault((str(m.get("namespace") or ""), str(m.get("name") or "")), obj)
+            cached = (items, len(items), index)
+            self._indexes[kind] = cached
+        return cached[2]
 
     def log(self, namespace: str, pod: str, container: str, stream: str) -> str | None:
         return self.logs.get((namespace, pod, container, stream))
 
     def events_about(self, kind: str, namespace: str, name: str) -> Iterator[Obj]:
-        for ev in self.items("events"):
-            inv = ev.get("involvedObject") or ev.get("regarding") or {}
-            if (
-                inv.get("kind") == kind
-                and inv.get("name") == name
-                and (inv.get("namespace") or meta(ev).get("namespace")) == namespace
-            ):
-                yield ev
+        items = self.items("events")
+        if self._events is None or self._events[0] is not items or self._events[1] != len(items):
+            by_subject: dict[tuple[str, str, str], list[Obj]] = {}
+            for ev in items:
+                inv = ev.get("involvedObject") or ev.get("regarding") or {}
+                if not isinstance(inv, dict):
+                    continue
+                key = (str(inv.get("kind")), str(inv.get("namespace") or
+                                                 meta(ev).get("namespace")), str(inv.get("name")))
+                by_subject.setdefault(key, []).append(ev)
+            self._events = (items, len(items), by_subject)
+        yield from self._events[2].get((kind, namespace, name), [])
 
 
 def meta(obj: Obj) -> Obj:

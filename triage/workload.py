@@ -1,23 +1,16 @@
 """What the Kubernetes objects say about a vLLM workload.
 
-Pure functions over API dicts: which containers run vLLM, what a container
-requests, how its probes and volumes are set, and who owns a pod. Both the
-collector (to pick pods) and the classifier (to compute facts) use them.
+Pure functions over API dicts: what a container requests, how its probes
+and volumes are set, who owns a pod and what the owner's rollout looks like.
+Facts are computed with them; which pods are triaged is
+``triage.selection``'s business.
 """
 
 from __future__ import annotations
 
-import regex
-
 from triage.snapshot import Obj, Snapshot, dig, meta
 
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/i915", "habana.ai/gaudi")
-
-_VLLM_IMAGE = regex.compile(r"(?i)(^|/)vllm[-_/]|vllm-openai|(^|/)vllm(:|@|$)")
-_VLLM_COMMAND = regex.compile(
-    r"(?i)(^|[\s/])vllm\s+serve\b|vllm\.entrypoints\.openai\.api_server|"
-    r"vllm\.entrypoints\.api_server|(^|\s)vllm$|huggingfaceserver.*--backend[= ]vllm"
-)
 
 KSERVE_ISVC_LABEL = "serving.kserve.io/inferenceservice"
 
@@ -33,34 +26,6 @@ def containers(pod: Obj) -> list[Obj]:
 
 def command_line(container: Obj) -> list[str]:
     return [str(x) for x in (container.get("command") or []) + (container.get("args") or [])]
-
-
-# KServe's Hugging Face runtime serves with vLLM unless told otherwise.
-_KSERVE_HF_IMAGE = regex.compile(r"(?i)(^|/)huggingfaceserver(:|@|$)")
-_KSERVE_NOT_VLLM = regex.compile(r"--backend[= ](?:huggingface|hf)\b")
-
-
-# Routers and gateways in front of vLLM carry its name but serve no model.
-_NOT_A_SERVER = regex.compile(r"(?i)router|gateway|proxy|exporter")
-
-
-def is_vllm_container(container: Obj) -> bool:
-    image = str(container.get("image") or "")
-    if _VLLM_IMAGE.search(image) and not _NOT_A_SERVER.search(image.rsplit("/", 1)[-1]):
-        return True
-    joined = " ".join(command_line(container))
-    if _KSERVE_HF_IMAGE.search(image):
-        return not _KSERVE_NOT_VLLM.search(joined)
-    return bool(_VLLM_COMMAND.search(joined))
-
-
-def vllm_containers(pod: Obj) -> list[Obj]:
-    return [c for c in containers(pod) if is_vllm_container(c)]
-
-
-def triage_containers(pod: Obj, selected: bool) -> list[Obj]:
-    """The containers to triage: vLLM ones, or all of a pod the user selected."""
-    return vllm_containers(pod) or (containers(pod) if selected else [])
 
 
 def container_status(pod: Obj, name: str) -> Obj:
@@ -299,3 +264,23 @@ def describe_probe(probe: Obj) -> str:
     return (f"initialDelaySeconds {probe.get('initialDelaySeconds', 0)}, periodSeconds "
             f"{probe.get('periodSeconds', 10)}, timeoutSeconds {probe.get('timeoutSeconds', 1)}, "
             f"failureThreshold {probe.get('failureThreshold', 3)}")
+
+
+def pod_state(pod: Obj) -> str:
+    """A kubectl-like one-word state: CrashLoopBackOff, OOMKilled, Pending, Running..."""
+    status = pod.get("status") or {}
+    if meta(pod).get("deletionTimestamp"):
+        return "Terminating"
+    for cs in status.get("containerStatuses") or []:
+        state = cs.get("state") or {}
+        if state.get("waiting", {}).get("reason"):
+            return str(state["waiting"]["reason"])
+        if state.get("terminated", {}).get("reason"):
+            return str(state["terminated"]["reason"])
+    if status.get("reason"):
+        return str(status["reason"])
+    phase = str(status.get("phase") or "Unknown")
+    if phase == "Running":
+        ready = all(cs.get("ready") for cs in status.get("containerStatuses") or [])
+        return "Running" if ready else "Running (not ready)"
+    return phase

@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from triage import __version__, workload
+from triage import __version__, selection
 from triage.collect import InputError
 from triage.redact import redact_object, redact_text
 from triage.snapshot import ALL_KINDS, Obj, ReadFailure, Snapshot
@@ -166,8 +166,11 @@ def _load_dir(root: Path) -> Snapshot:
         selector=man.get("selector"),
     )
     for f in man.get("failures") or []:
+        subject = f.get("subject") or []
         snap.failures.append(ReadFailure(str(f.get("what")), str(f.get("reason")),
-                                         str(f.get("kind", ""))))
+                                         str(f.get("kind", "")),
+                                         tuple(str(x) for x in subject)
+                                         if isinstance(subject, list) else ()))
     snap.absent_kinds = set(man.get("absent_kinds") or [])
     objects = root / "objects"
     for kind in ALL_KINDS:
@@ -181,8 +184,7 @@ def _load_dir(root: Path) -> Snapshot:
                 snap.objects[kind] = [redact_object(o) for o in items if isinstance(o, dict)]
                 break
     if man.get("schema") is None:  # a fixture: keep the pods a live scan would keep
-        if not snap.selector:
-            snap.objects["pods"] = [p for p in snap.pods() if workload.vllm_containers(p)]
+        snap.objects["pods"] = selection.select_pods(snap.pods(), snap.selector)
         if snap.namespace:
             snap.objects = {k: [o for o in v if _in_namespace(o, k, snap.namespace)]
                             for k, v in snap.objects.items()}
@@ -233,7 +235,7 @@ def write(snapshot: Snapshot, out: Path) -> None:
         "namespace": snapshot.namespace,
         "selector": snapshot.selector,
         "failures": [{"what": redact_text(f.what), "reason": redact_text(f.reason),
-                      "kind": f.kind} for f in snapshot.failures],
+                      "kind": f.kind, "subject": list(f.subject)} for f in snapshot.failures],
         "absent_kinds": sorted(snapshot.absent_kinds),
     }
     members: list[tuple[str, bytes]] = [

@@ -27,7 +27,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
 
-from triage import __version__, workload
+from triage import __version__, selection, workload
 from triage.collect import ClusterUnreachable, InputError
 from triage.logs import decode
 from triage.redact import redact_object, redact_text
@@ -230,12 +230,12 @@ class LiveCollector:
         )
         self.progress(f"listing pods in {ns or 'all namespaces'}")
         pods = self._list_pods(ns)
-        chosen = pods if self.opts.selector else [p for p in pods if workload.vllm_containers(p)]
+        chosen = selection.select_pods(pods, self.opts.selector)
         snap.objects["pods"] = [redact_object(p) for p in chosen]
 
         jobs: list[tuple[str, Callable[[], None]]] = []
         for kind, (prefix, plural) in _NAMESPACED_PATHS.items():
-            jobs.append((kind, self._lister(snap, kind, self._ns_path(prefix, plural, ns))))
+            jobs.append((kind, self._lister(snap, kind, self._ns_path(prefix, plural, ns), ns)))
         jobs += self._node_jobs(snap, chosen)
         jobs += self._configmap_jobs(snap, chosen)
         for pod in chosen:
@@ -272,7 +272,8 @@ class LiveCollector:
             raise ClusterUnreachable(f"listing pods failed: {exc.reason}") from None
         return [p for p in data.get("items") or [] if isinstance(p, dict)]
 
-    def _lister(self, snap: Snapshot, kind: str, path: str) -> Callable[[], None]:
+    def _lister(self, snap: Snapshot, kind: str, path: str,
+                ns: str | None) -> Callable[[], None]:
         def run() -> None:
             try:
                 data = self.reader.get_json(path)
@@ -280,7 +281,8 @@ class LiveCollector:
                 if exc.status == 404 and kind in _OPTIONAL_KINDS:
                     snap.absent_kinds.add(kind)
                     return
-                snap.failures.append(ReadFailure(f"{kind} ({path})", exc.reason, kind))
+                snap.failures.append(ReadFailure(f"{kind} ({path})", exc.reason, kind,
+                                                 (ns,) if ns is not None else ()))
                 return
             snap.objects[kind] = [redact_object(o) for o in data.get("items") or []
                                   if isinstance(o, dict)]
@@ -313,7 +315,7 @@ class LiveCollector:
                 try:
                     add(self.reader.get_json(f"/api/v1/nodes/{quote(name, safe='')}"))
                 except ReadError as exc:
-                    snap.failures.append(ReadFailure(f"node {name}", exc.reason, "nodes"))
+                    snap.failures.append(ReadFailure(f"node {name}", exc.reason, "nodes", (name,)))
             return run
 
         if pending:
@@ -339,14 +341,14 @@ class LiveCollector:
                     snap.objects["configmaps"].append(redact_object(self.reader.get_json(path)))
                 except ReadError as exc:
                     snap.failures.append(ReadFailure(f"configmap {ns}/{name}", exc.reason,
-                                                     "configmaps"))
+                                                     "configmaps", (ns, name)))
             return run
         return [("configmaps", read(ns, name)) for ns, name in sorted(wanted)]
 
     def _log_jobs(self, snap: Snapshot, pod: Obj) -> list[tuple[str, Callable[[], None]]]:
         ns, name = str(meta(pod).get("namespace")), str(meta(pod).get("name"))
         jobs: list[tuple[str, Callable[[], None]]] = []
-        for container in workload.triage_containers(pod, bool(self.opts.selector)):
+        for container in selection.triaged_containers(pod, self.opts.selector):
             cname = str(container.get("name"))
             status = workload.container_status(pod, cname)
             streams = []
@@ -372,7 +374,8 @@ class LiveCollector:
                     body = self.reader.get(path, query, accept="*/*")
                 except ReadError as exc:
                     snap.failures.append(ReadFailure(f"{label} of {ns}/{pod} ({container})",
-                                                     exc.reason, "logs"))
+                                                     exc.reason, "logs",
+                                                     (ns, pod, container, stream)))
                     return
                 # limitBytes keeps the *first* bytes of the tail, so a few huge lines
                 # would push out the end of the log, where a crash is. Ask for fewer
@@ -388,7 +391,7 @@ class LiveCollector:
         ns, name = str(meta(pod).get("namespace")), str(meta(pod).get("name"))
         if (pod.get("status") or {}).get("phase") != "Running":
             return []
-        vllm = workload.triage_containers(pod, bool(self.opts.selector))
+        vllm = selection.triaged_containers(pod, self.opts.selector)
         running = [c for c in vllm if workload.container_status(pod, str(c.get("name"))).get(
             "state", {}).get("running")]
         if not running:
@@ -402,7 +405,7 @@ class LiveCollector:
                 body = self.reader.get(path, accept="text/plain;version=0.0.4,*/*")
             except ReadError as exc:
                 snap.failures.append(ReadFailure(f"metrics of {ns}/{name} (port {port})",
-                                                 exc.reason, "metrics"))
+                                                 exc.reason, "metrics", (ns, name)))
                 return
             snap.metrics[(ns, name)] = redact_text(decode(body))
         return [("metrics", run)]

@@ -1,89 +1,81 @@
-"""The report: one document built from the judged snapshot, one writer per format.
+"""The report: one ``Report`` built from the judged snapshot, one writer per format.
 
-``build`` makes the JSON-shaped document (schema ``vllm-triage/report/v1``);
-every writer renders that document and nothing else, so all formats say
-the same thing.
+``build`` makes the typed ``triage.results.Report`` (its JSON form is schema
+``vllm-triage/report/v1``); every writer renders that object and nothing
+else, so all formats say the same thing. Everything in it has passed the
+redactor: reports go into tickets.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-from triage import __version__
-from triage.checklist import StepResult, overall_failing, pod_state
-from triage.classify import Classification
-from triage.redact import redact_object
+from triage import __version__, workload
+from triage.redact import redact_text
+from triage.results import (
+    PodResult,
+    Report,
+    Severity,
+    StepResult,
+    Unreadable,
+    Verdict,
+    map_strings,
+)
+from triage.rules.evaluate import PodDiagnosis
 from triage.snapshot import Snapshot
 
-SCHEMA = "vllm-triage/report/v1"
-Report = dict[str, Any]
+__all__ = ["Report", "Writer", "build", "writers"]
 
 
-def build(snapshot: Snapshot, classification: Classification, steps: list[StepResult],
+def build(snapshot: Snapshot, pods: list[PodDiagnosis], steps: list[StepResult],
           warnings: list[str]) -> Report:
-    pods = []
-    for diag in classification.pods:
-        pods.append({
-            "name": diag.name,
-            "namespace": diag.namespace,
-            "phase": (diag.pod.get("status") or {}).get("phase", "Unknown"),
-            "state": pod_state(diag.pod),
-            "restarts": sum(int(cs.get("restartCount") or 0) for cs in
-                            (diag.pod.get("status") or {}).get("containerStatuses") or []),
-            "node": (diag.pod.get("spec") or {}).get("nodeName"),
-            "owner": diag.owner,
-            "containers": [c.name for c in diag.contexts],
-            "findings": [
-                {
-                    "id": f.id,
-                    "severity": f.pattern.severity,
-                    "title": f.pattern.title,
-                    "step": f.pattern.step,
-                    "container": f.container,
-                    "evidence": f.evidence,
-                    "remediation": f.pattern.remediation,
-                }
-                for f in diag.findings
-            ],
-        })
-    failing = overall_failing(steps, classification)
-    doc: Report = {
-        "schema": SCHEMA,
-        "tool_version": __version__,
-        "generated_at": snapshot.collected_at,
-        "context": snapshot.context,
-        "namespace": snapshot.namespace,
-        "selector": snapshot.selector,
-        "verdict": "fail" if failing else "pass",
-        "summary": _summary(pods, steps),
-        "pods": pods,
-        "checklist": [
-            {"step": r.step, "title": r.title, "verdict": r.verdict, "evidence": r.evidence,
-             "remediation": r.remediation}
-            for r in steps
-        ],
-        "unreadable": [{"what": f.what, "reason": f.reason} for f in snapshot.failures],
-        "warnings": warnings + classification.warnings,
-    }
+    results = tuple(
+        PodResult(
+            name=diag.name,
+            namespace=diag.namespace,
+            phase=str((diag.pod.get("status") or {}).get("phase", "Unknown")),
+            state=workload.pod_state(diag.pod),
+            restarts=workload.restarts(diag.pod),
+            node=workload.pod_spec(diag.pod).get("nodeName"),
+            owner=workload.owner_label(snapshot, diag.pod),
+            containers=tuple(c.name for c in diag.contexts),
+            findings=tuple(diag.findings),
+            unevaluated=tuple(diag.unevaluated),
+        )
+        for diag in pods
+    )
+    failing = any(s.verdict is Verdict.FAIL for s in steps) or any(
+        f.severity is Severity.CRITICAL for p in results for f in p.findings)
+    report = Report(
+        tool_version=__version__,
+        generated_at=snapshot.collected_at,
+        context=snapshot.context,
+        namespace=snapshot.namespace,
+        selector=snapshot.selector,
+        verdict=Verdict.FAIL if failing else Verdict.PASS,
+        summary=_summary(results, steps),
+        pods=results,
+        checklist=tuple(steps),
+        unreadable=tuple(Unreadable(f.what, f.reason) for f in snapshot.failures),
+        warnings=tuple(warnings),
+    )
     # Everything that reaches a ticket passes the redactor once more.
-    redacted: Report = redact_object(doc)
-    return redacted
+    return map_strings(report, redact_text)
 
 
-def _summary(pods: list[dict[str, Any]], steps: list[StepResult]) -> str:
+def _summary(pods: tuple[PodResult, ...], steps: list[StepResult]) -> str:
     if not pods:
         return "no vLLM server pods found"
     ids: list[str] = []
     for p in pods:
-        for f in p["findings"]:
-            if f["severity"] == "critical" and f["id"] not in ids:
-                ids.append(f["id"])
-    failing = [str(s.step) for s in steps if s.verdict == "fail"]
+        for f in p.findings:
+            if f.severity is Severity.CRITICAL and f.id not in ids:
+                ids.append(f.id)
+    failing = [str(s.step) for s in steps if s.verdict is Verdict.FAIL]
     if ids:
         return (f"{len(pods)} vLLM pod(s); critical: {', '.join(ids)}; failing steps: "
                 f"{', '.join(failing) or 'none'}")
-    warn = [str(s.step) for s in steps if s.verdict == "warn"]
+    warn = [str(s.step) for s in steps if s.verdict is Verdict.WARN]
     return (f"{len(pods)} vLLM pod(s); no critical finding"
             + (f"; failing steps: {', '.join(failing)}" if failing else "")
             + (f"; steps to review: {', '.join(warn)}" if warn else ""))

@@ -8,10 +8,9 @@ from the report passes ``html.escape``: a log line may hold ``<script>``.
 from __future__ import annotations
 
 from html import escape
-from typing import Any
 
-from triage.report import Report
 from triage.report.markdown import utc
+from triage.results import PodResult, Report, StepResult, Verdict
 
 CSS = """
 :root { color-scheme: light; --fail: #b42318; --warn: #b54708; --pass: #067647;
@@ -88,8 +87,8 @@ def _pre(lines: list[str]) -> str:
 
 
 def render(report: Report, color: bool = False) -> str:
-    ns = report.get("namespace") or "all namespaces"
-    verdict = str(report.get("verdict", "unknown"))
+    ns = report.namespace or "all namespaces"
+    verdict = report.verdict.value
     title = f"vLLM triage: {verdict.upper()} in {ns}"
     parts: list[str] = [
         "<!DOCTYPE html>",
@@ -104,36 +103,36 @@ def render(report: Report, color: bool = False) -> str:
         "<header>",
         f'<h1>vLLM triage <span class="verdict {"fail" if verdict == "fail" else "pass"}">'
         f"{e(verdict.upper())}</span></h1>",
-        f'<p class="summary">{e(report.get("summary", ""))}</p>',
+        f'<p class="summary">{e(report.summary)}</p>',
         f'<p class="muted">namespace <code>{e(ns)}</code> · context '
-        f'<code>{e(report.get("context") or "-")}</code> · collected '
-        f'{e(utc(report.get("generated_at")))}</p>',
+        f'<code>{e(report.context or "-")}</code> · collected '
+        f'{e(utc(report.generated_at))}</p>',
         "</header>",
     ]
-    parts += _pods(report.get("pods") or [])
-    parts += _checklist(report.get("checklist") or [])
-    parts += _remediation(report.get("checklist") or [])
-    if report.get("unreadable"):
+    parts += _pods(report.pods)
+    parts += _checklist(report.checklist)
+    parts += _remediation(report.checklist)
+    if report.unreadable:
         parts.append("<h2>Could not read</h2><ul>")
-        parts += [f"<li>{e(u['what'])}: {e(u['reason'])}</li>" for u in report["unreadable"]]
+        parts += [f"<li>{e(u.what)}: {e(u.reason)}</li>" for u in report.unreadable]
         parts.append("</ul>")
-    if report.get("warnings"):
+    if report.warnings:
         parts.append("<h2>Warnings</h2><ul>")
-        parts += [f"<li>{e(w)}</li>" for w in report["warnings"]]
+        parts += [f"<li>{e(w)}</li>" for w in report.warnings]
         parts.append("</ul>")
-    footer = [f"context <code>{e(report.get('context') or '-')}</code>",
+    footer = [f"context <code>{e(report.context or '-')}</code>",
               f"namespace <code>{e(ns)}</code>"]
-    if report.get("selector"):
-        footer.append(f"selector <code>{e(report['selector'])}</code>")
-    footer += [f"collected {e(utc(report.get('generated_at')))}",
-               f"vllm-triage {e(report.get('tool_version', ''))}",
-               f"schema {e(report.get('schema', ''))}"]
+    if report.selector:
+        footer.append(f"selector <code>{e(report.selector)}</code>")
+    footer += [f"collected {e(utc(report.generated_at))}",
+               f"vllm-triage {e(report.tool_version)}",
+               f"schema {e(report.schema)}"]
     parts.append("<footer>" + " · ".join(footer) + "</footer>")
     parts += ["</body>", "</html>"]
     return "\n".join(parts) + "\n"
 
 
-def _pods(pods: list[dict[str, Any]]) -> list[str]:
+def _pods(pods: tuple[PodResult, ...]) -> list[str]:
     out = ["<h2>Pods</h2>"]
     if not pods:
         out.append("<p>No vLLM server pods found (a container whose image or command names "
@@ -142,68 +141,68 @@ def _pods(pods: list[dict[str, Any]]) -> list[str]:
     out.append("<table><thead><tr><th>Pod</th><th>State</th><th>Restarts</th><th>Node</th>"
                "<th>Top finding</th></tr></thead><tbody>")
     for pod in pods:
-        findings = pod.get("findings") or []
+        findings = pod.findings
         if findings:
             top = findings[0]
-            cell = f"{_severity(top['severity'])} <code>{e(top['id'])}</code> {e(top['title'])}"
+            cell = f"{_severity(top.severity.value)} <code>{e(top.id)}</code> {e(top.title)}"
             if len(findings) > 1:
                 cell += " <span class=\"muted\">(also " + ", ".join(
-                    f"<code>{e(f['id'])}</code>" for f in findings[1:]) + ")</span>"
+                    f"<code>{e(f.id)}</code>" for f in findings[1:]) + ")</span>"
         else:
             cell = '<span class="v-pass">no finding</span>'
-        out.append(f"<tr><td><code>{e(pod['namespace'])}/{e(pod['name'])}</code></td>"
-                   f"<td>{e(pod.get('state', ''))}</td>"
-                   f"<td class=\"num\">{e(pod.get('restarts', 0))}</td>"
-                   f"<td>{e(pod.get('node') or '-')}</td><td>{cell}</td></tr>")
+        out.append(f"<tr><td><code>{e(pod.namespace)}/{e(pod.name)}</code></td>"
+                   f"<td>{e(pod.state)}</td>"
+                   f"<td class=\"num\">{e(pod.restarts)}</td>"
+                   f"<td>{e(pod.node or '-')}</td><td>{cell}</td></tr>")
     out.append("</tbody></table>")
     for pod in pods:
-        for f in pod.get("findings") or []:
-            where = f"{pod['namespace']}/{pod['name']}"
-            if f.get("container"):
-                where += f" ({f['container']})"
-            out.append(f"<details><summary>{_severity(f['severity'])} <code>{e(f['id'])}</code> "
-                       f"{e(f['title'])} on <code>{e(where)}</code> (step "
-                       f"{e(f.get('step', '?'))})</summary>")
-            out.append(_pre([str(x) for x in f.get("evidence") or []] or ["(no evidence)"]))
+        for f in pod.findings:
+            where = f"{pod.namespace}/{pod.name}"
+            if f.container:
+                where += f" ({f.container})"
+            out.append(f"<details><summary>{_severity(f.severity.value)} <code>{e(f.id)}</code> "
+                       f"{e(f.title)} on <code>{e(where)}</code> (step "
+                       f"{e(f.step)})</summary>")
+            out.append(_pre(list(f.evidence) or ["(no evidence)"]))
             out.append("</details>")
     return out
 
 
-def _checklist(steps: list[dict[str, Any]]) -> list[str]:
+def _checklist(steps: tuple[StepResult, ...]) -> list[str]:
     out = ["<h2>10-step checklist</h2>",
            '<table class="checklist"><thead><tr><th>#</th><th>Step</th><th>Verdict</th>'
            "<th>Evidence</th></tr>"
            "</thead><tbody>"]
     for s in steps:
-        verdict = str(s.get("verdict", ""))
-        evidence = [str(x) for x in s.get("evidence") or []]
+        verdict = s.verdict.value
+        evidence = list(s.evidence)
         top = [x for x in evidence if not x.startswith("  ")]
         first = e(top[0]) if top else ""
         if len(evidence) > 1:
             first += f' <span class="muted">(+{len(evidence) - 1} more, below)</span>'
         row_class = f' class="row-{verdict}"' if verdict in ("fail", "warn") else ""
-        out.append(f"<tr{row_class}><td class=\"num\">{e(s['step'])}</td><td>{e(s['title'])}"
+        out.append(f"<tr{row_class}><td class=\"num\">{e(s.step)}</td><td>{e(s.title)}"
                    f"</td><td>{_verdict(verdict)}</td><td>{first}</td></tr>")
     out.append("</tbody></table>")
     out.append("<h2>Evidence</h2>")
     for s in steps:
-        verdict = str(s.get("verdict", ""))
+        verdict = s.verdict.value
         is_open = " open" if verdict in ("fail", "warn") else ""
-        evidence = [str(x) for x in s.get("evidence") or []] or ["(no evidence)"]
-        out.append(f'<details{is_open} id="step-{e(s["step"])}"><summary>Step {e(s["step"])}. '
-                   f"{e(s['title'])} {_verdict(verdict)}</summary>")
+        evidence = list(s.evidence) or ["(no evidence)"]
+        out.append(f'<details{is_open} id="step-{e(s.step)}"><summary>Step {e(s.step)}. '
+                   f"{e(s.title)} {_verdict(verdict)}</summary>")
         out.append(_pre(evidence))
         out.append("</details>")
     return out
 
 
-def _remediation(steps: list[dict[str, Any]]) -> list[str]:
-    flagged = [s for s in steps if s.get("verdict") in ("fail", "warn") and s.get("remediation")]
+def _remediation(steps: tuple[StepResult, ...]) -> list[str]:
+    flagged = [s for s in steps if s.verdict in (Verdict.FAIL, Verdict.WARN) and s.remediation]
     if not flagged:
         return []
     out = ["<h2>What to do</h2>"]
     for s in flagged:
-        out.append(f"<h3>Step {e(s['step'])}. {e(s['title'])} {_verdict(str(s['verdict']))}</h3>")
-        for rem in s["remediation"]:
+        out.append(f"<h3>Step {e(s.step)}. {e(s.title)} {_verdict(s.verdict.value)}</h3>")
+        for rem in s.remediation:
             out.append(f'<div class="remedy">{e(rem)}</div>')
     return out

@@ -11,9 +11,8 @@ backticks inside them, so a log line holding ``` cannot end the block.
 from __future__ import annotations
 
 import re
-from typing import Any
 
-from triage.report import Report
+from triage.results import PodResult, Report, Verdict
 
 VERDICT_MARK = {"pass": "✅ pass", "warn": "⚠️ warn", "fail": "❌ fail",
                 "unknown": "❔ unknown", "n/a": "⚪ n/a"}
@@ -52,46 +51,45 @@ def utc(stamp: str | None) -> str:
 
 def render(report: Report, color: bool = False) -> str:
     out: list[str] = []
-    ns = report.get("namespace") or "all namespaces"
-    verdict = str(report.get("verdict", "unknown"))
-    mark = "❌ FAIL" if verdict == "fail" else "✅ PASS"
-    out.append(f"### vLLM triage: {mark} ({inline(ns)}): {inline(report.get('summary', ''))}")
+    ns = report.namespace or "all namespaces"
+    mark = "❌ FAIL" if report.failing else "✅ PASS"
+    out.append(f"### vLLM triage: {mark} ({inline(ns)}): {inline(report.summary)}")
     out.append("")
 
     out.append("#### Pods")
     out.append("")
-    pods: list[dict[str, Any]] = report.get("pods") or []
+    pods = report.pods
     if pods:
         out.append("| Pod | State | Restarts | Top finding |")
         out.append("| --- | --- | ---: | --- |")
         for pod in pods:
             out.append("| " + " | ".join([
-                code(f"{pod['namespace']}/{pod['name']}"),
-                inline(pod.get("state", "")),
-                str(pod.get("restarts", 0)),
+                code(f"{pod.namespace}/{pod.name}"),
+                inline(pod.state),
+                str(pod.restarts),
                 _top_finding(pod),
             ]) + " |")
     else:
         out.append("No vLLM server pods found (a container whose image or command names vLLM).")
     out.append("")
 
-    findings = [(pod, f) for pod in pods for f in pod.get("findings") or []]
+    findings = [(pod, f) for pod in pods for f in pod.findings]
     if findings:
         out.append("#### Findings")
         out.append("")
         for pod, f in findings:
-            where = f"{pod['namespace']}/{pod['name']}"
-            if f.get("container"):
-                where += f" ({f['container']})"
-            out.append(f"**{inline(SEVERITY_MARK.get(f['severity'], f['severity']))}** "
-                       f"{code(f['id'])}: {inline(f['title'])} on {code(where)} "
-                       f"(step {f.get('step', '?')})")
+            where = f"{pod.namespace}/{pod.name}"
+            if f.container:
+                where += f" ({f.container})"
+            out.append(f"**{inline(SEVERITY_MARK[f.severity.value])}** "
+                       f"{code(f.id)}: {inline(f.title)} on {code(where)} "
+                       f"(step {f.step})")
             out.append("")
-            if f.get("evidence"):
+            if f.evidence:
                 # Collapsed: the failing step below shows the same lines.
                 out.append("<details><summary>evidence</summary>")
                 out.append("")
-                out.append(fenced([str(e) for e in f["evidence"]]))
+                out.append(fenced(list(f.evidence)))
                 out.append("")
                 out.append("</details>")
                 out.append("")
@@ -100,72 +98,70 @@ def render(report: Report, color: bool = False) -> str:
     out.append("")
     out.append("| # | Step | Verdict | Evidence |")
     out.append("| ---: | --- | --- | --- |")
-    for s in report.get("checklist") or []:
-        evidence = [e for e in s.get("evidence") or [] if not str(e).startswith("  ")]
+    for s in report.checklist:
+        evidence = [e for e in s.evidence if not e.startswith("  ")]
         first = inline(evidence[0]) if evidence else ""
-        more = len(s.get("evidence") or []) - 1
+        more = len(s.evidence) - 1
         if more > 0:
             first += f" *(+{more} more)*"
-        out.append(f"| {s['step']} | {inline(s['title'])} | "
-                   f"{VERDICT_MARK.get(s['verdict'], inline(s['verdict']))} | {first} |")
+        out.append(f"| {s.step} | {inline(s.title)} | {VERDICT_MARK[s.verdict.value]} | "
+                   f"{first} |")
     out.append("")
 
-    flagged = [s for s in report.get("checklist") or [] if s.get("verdict") in ("fail", "warn")]
+    flagged = [s for s in report.checklist if s.verdict in (Verdict.FAIL, Verdict.WARN)]
     if flagged:
         out.append("#### Evidence")
         out.append("")
         for s in flagged:
-            out.append(f"**Step {s['step']}. {inline(s['title'])}: "
-                       f"{VERDICT_MARK.get(s['verdict'], inline(s['verdict']))}**")
+            out.append(f"**Step {s.step}. {inline(s.title)}: {VERDICT_MARK[s.verdict.value]}**")
             out.append("")
-            out.append(fenced([str(e) for e in s.get("evidence") or []] or ["(no evidence)"]))
+            out.append(fenced(list(s.evidence) or ["(no evidence)"]))
             out.append("")
 
-    remedies = [s for s in flagged if s.get("remediation")]
+    remedies = [s for s in flagged if s.remediation]
     if remedies:
         out.append("#### Remediation")
         out.append("")
         for s in remedies:
-            out.append(f"**Step {s['step']}. {inline(s['title'])}**")
+            out.append(f"**Step {s.step}. {inline(s.title)}**")
             out.append("")
-            for rem in s["remediation"]:
-                out.extend(_remediation(str(rem)))
+            for rem in s.remediation:
+                out.extend(_remediation(rem))
                 out.append("")
 
-    if report.get("unreadable"):
+    if report.unreadable:
         out.append("#### Could not read")
         out.append("")
-        for u in report["unreadable"]:
-            out.append(f"- {inline(u['what'])}: {inline(u['reason'])}")
+        for u in report.unreadable:
+            out.append(f"- {inline(u.what)}: {inline(u.reason)}")
         out.append("")
-    if report.get("warnings"):
+    if report.warnings:
         out.append("#### Warnings")
         out.append("")
-        for w in report["warnings"]:
+        for w in report.warnings:
             out.append(f"- {inline(w)}")
         out.append("")
 
-    footer = [f"context {code(report.get('context') or '-')}",
+    footer = [f"context {code(report.context or '-')}",
               f"namespace {code(ns)}"]
-    if report.get("selector"):
-        footer.append(f"selector {code(report['selector'])}")
-    footer.append(f"collected {inline(utc(report.get('generated_at')))}")
-    footer.append(f"vllm-triage {inline(report.get('tool_version', ''))}")
+    if report.selector:
+        footer.append(f"selector {code(report.selector)}")
+    footer.append(f"collected {inline(utc(report.generated_at))}")
+    footer.append(f"vllm-triage {inline(report.tool_version)}")
     out.append("---")
     out.append("")
     out.append("<sub>" + " · ".join(footer) + "</sub>")
     return "\n".join(out) + "\n"
 
 
-def _top_finding(pod: dict[str, Any]) -> str:
-    findings = pod.get("findings") or []
+def _top_finding(pod: PodResult) -> str:
+    findings = pod.findings
     if not findings:
         return "no finding"
     top = findings[0]
-    text = (f"{SEVERITY_MARK.get(top['severity'], inline(top['severity']))} {code(top['id'])}: "
-            f"{inline(top['title'])}")
+    text = f"{SEVERITY_MARK[top.severity.value]} {code(top.id)}: {inline(top.title)}"
     if len(findings) > 1:
-        text += " (also " + ", ".join(code(f["id"]) for f in findings[1:]) + ")"
+        text += " (also " + ", ".join(code(f.id) for f in findings[1:]) + ")"
     return text
 
 

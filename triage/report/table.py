@@ -10,7 +10,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from triage.report import Report
+from triage.results import PodResult, Report, Verdict
 
 VERDICT_STYLE = {"pass": "bold green", "warn": "bold yellow", "fail": "bold red",
                  "unknown": "bold magenta", "n/a": "dim"}
@@ -22,66 +22,65 @@ def render(report: Report, color: bool = False) -> str:
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=color, no_color=not color, width=120,
                       highlight=False, soft_wrap=False)
-    ns = report["namespace"] or "all namespaces"
+    ns = report.namespace or "all namespaces"
     head = Text()
     head.append("vllm-triage ", style="bold")
     head.append(f"{ns}", style="bold cyan")
-    head.append(f"  context {report['context'] or '-'}  at {report['generated_at']}")
+    head.append(f"  context {report.context or '-'}  at {report.generated_at}")
     console.print(head)
-    verdict_style = "bold red" if report["verdict"] == "fail" else "bold green"
-    console.print(Text(report["summary"], style=verdict_style))
+    verdict_style = "bold red" if report.failing else "bold green"
+    console.print(Text(report.summary, style=verdict_style))
     console.print()
 
-    for pod in report["pods"]:
+    for pod in report.pods:
         console.print(_pod_panel(pod))
-    if not report["pods"]:
+    if not report.pods:
         console.print("No vLLM server pods found (a container whose image or command names "
                       "vLLM). Use -l to select pods by label.")
 
     console.print(_checklist(report))
-    failing = [s for s in report["checklist"] if s["verdict"] in ("fail", "warn")]
+    failing = [s for s in report.checklist if s.verdict in (Verdict.FAIL, Verdict.WARN)]
     if failing:
         console.print(Text("What to do", style="bold"))
         for s in failing:
-            for rem in s["remediation"]:
-                console.print(Text(f"Step {s['step']}. {s['title']}", style=VERDICT_STYLE[
-                    s["verdict"]]))
+            for rem in s.remediation:
+                console.print(Text(f"Step {s.step}. {s.title}", style=VERDICT_STYLE[
+                    s.verdict.value]))
                 for line in rem.splitlines():
                     console.print(f"  {escape(line)}")
         console.print()
-    if report["unreadable"]:
+    if report.unreadable:
         console.print(Text("Could not read", style="bold magenta"))
-        for u in report["unreadable"]:
-            console.print(f"  - {escape(u['what'])}: {escape(u['reason'])}")
+        for u in report.unreadable:
+            console.print(f"  - {escape(u.what)}: {escape(u.reason)}")
         console.print()
-    for w in report["warnings"]:
+    for w in report.warnings:
         console.print(Text(f"warning: {w}", style="yellow"))
     return buf.getvalue()
 
 
-def _pod_panel(pod: dict[str, object]) -> Panel:
-    findings = pod["findings"]
-    assert isinstance(findings, list)
+def _pod_panel(pod: PodResult) -> Panel:
+    findings = pod.findings
     title = Text()
-    title.append(f"{pod['namespace']}/{pod['name']}", style="bold")
+    title.append(f"{pod.namespace}/{pod.name}", style="bold")
     body: list[Text | Table] = []
     meta = Text()
-    meta.append(f"state {pod['state']}  restarts {pod['restarts']}")
-    if pod.get("owner"):
-        meta.append(f"  owner {pod['owner']}")
-    if pod.get("node"):
-        meta.append(f"  node {pod['node']}")
+    meta.append(f"state {pod.state}  restarts {pod.restarts}")
+    if pod.owner:
+        meta.append(f"  owner {pod.owner}")
+    if pod.node:
+        meta.append(f"  node {pod.node}")
     body.append(meta)
     if not findings:
         body.append(Text("no finding", style="green"))
     for i, f in enumerate(findings):
         line = Text()
         line.append("top: " if i == 0 else "also: ", style="bold" if i == 0 else "")
-        line.append(f"[{f['severity']}] ", style=SEVERITY_STYLE[f["severity"]])
-        line.append(f"{f['id']}", style="bold")
-        line.append(f"  {f['title']}")
+        line.append(f"[{f.severity}] ", style=SEVERITY_STYLE[f.severity.value])
+        line.append(f"{f.id}", style="bold")
+        line.append(f"  {f.title}")
         body.append(line)
-        shown = f["evidence"] if i == 0 else f["evidence"][:3]
+        shown = f.evidence if i == 0 else f.evidence[:3]
         for ev in shown[:MAX_EVIDENCE_LINES]:
             body.append(Text(f"    {ev}", style="dim" if i else "", overflow="fold"))
         if len(shown) > MAX_EVIDENCE_LINES:
@@ -96,10 +95,10 @@ def _checklist(report: Report) -> Table:
     table.add_column("Step", ratio=2)
     table.add_column("Verdict", width=8)
     table.add_column("Evidence", ratio=5, overflow="fold")
-    for s in report["checklist"]:
-        evidence = [e for e in s["evidence"] if not e.startswith("  ")][:3]
-        more = len(s["evidence"]) - len(evidence)
+    for s in report.checklist:
+        evidence = [e for e in s.evidence if not e.startswith("  ")][:3]
+        more = len(s.evidence) - len(evidence)
         text = "\n".join(evidence) + (f"\n(+{more} more lines)" if more > 0 else "")
-        table.add_row(str(s["step"]), s["title"], Text(s["verdict"],
-                      style=VERDICT_STYLE[s["verdict"]]), Text(text))
+        table.add_row(str(s.step), s.title, Text(s.verdict.value,
+                      style=VERDICT_STYLE[s.verdict.value]), Text(text))
     return table

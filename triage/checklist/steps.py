@@ -1,0 +1,267 @@
+"""The ten steps, one unit each: how each says pass, n/a or unknown without a finding."""
+
+from __future__ import annotations
+
+from triage.checklist.base import Inputs, Step, label
+from triage.facts import ContainerContext
+from triage.results import StepResult, Verdict
+from triage.rules.evaluate import PodDiagnosis
+
+
+class ContainerOOMKilled(Step):
+    number = 1
+    title = "Container OOMKilled (CPU RAM limit)"
+
+    def judge(self, inputs: Inputs) -> StepResult:
+        ev = [f"{label(pod, ctx)}: not OOMKilled; {ctx.fact('last_termination_reason').evidence}"
+              f"; {ctx.fact('memory_limit').evidence}"
+              for pod, ctx in inputs.containers()]
+        return self.result(Verdict.PASS, ev)
+
+
+class CudaOOM(Step):
+    number = 2
+    title = "CUDA out of memory in vLLM logs (GPU)"
+
+    def judge(self, inputs: Inputs) -> StepResult:
+        ev: list[str] = []
+        missing: list[str] = []
+        idle: list[str] = []
+        for pod, ctx in inputs.containers():
+            started = ctx.fact("container_started")
+            if not started.value:
+                idle.append(f"{label(pod, ctx)}: {started.evidence}")
+                continue
+            need = ["previous"] if ctx.value("last_exit_code") is not None else []
+            need.append("current")
+            read = [s for s in need if s in ctx.value("logs_read")]
+            lost = [s for s in need if s not in read]
+            if lost and not read:
+                missing.append(f"{label(pod, ctx)}: {' and '.join(lost)} log not read")
+                continue
+            ev.append(f"{label(pod, ctx)}: no CUDA out-of-memory error in "
+                      f"{' and '.join(s + ' log' for s in read)} "
+                      f"({ctx.value('log_lines_read')} lines)")
+        if idle and not ev and not missing:
+            return self.result(Verdict.NA, idle)
+        if missing:
+            return self.result(Verdict.UNKNOWN, missing + inputs.unread("logs") + ev + idle)
+        return self.result(Verdict.PASS, ev + idle)
+
+
+class MaxModelLen(Step):
+    number = 3
+    title = "--max-model-len too large for the KV cache"
+    needs = ("logs",)
+
+    def judge(self, inputs: Inputs) -> StepResult:
+        ev: list[str] = []
+        confirmed = False
+        for pod, ctx in inputs.containers():
+            setting = ctx.fact("max_model_len_set")
+            kv, conc = ctx.fact("kv_cache_tokens"), ctx.fact("max_concurrency")
+            reported = [f.evidence for f in (kv, conc) if f.value is not None]
+            if reported:
+                confirmed = True
+                ev.append(f"{label(pod)}: {setting.evidence}; " + "; ".join(reported))
+            elif setting.value:
+                ev.append(f"{label(pod)}: {setting.evidence}; no KV cache capacity line in the "
+                          "logs read, so whether it fits is not confirmed")
+        if not ev:
+            return self.result(Verdict.UNKNOWN, [
+                "--max-model-len is not set and no vLLM start-up line reports the KV cache "
+                "size (the server may not have reached that point)"])
+        return self.result(Verdict.PASS if confirmed else Verdict.UNKNOWN, ev)
+
+
+class GpuMemoryUtilization(Step):
+    number = 4
+    title = "--gpu-memory-utilization within 0.85-0.92"
+
+    def judge(self, inputs: Inputs) -> StepResult:
+        ev: list[str] = []
+        unknown: list[str] = []
+        for pod, ctx in inputs.containers():
+            f = ctx.fact("gpu_memory_utilization")
+            if f.known:
+                ev.append(f"{label(pod)}: {f.evidence}")
+            else:
+                unknown.append(f"{label(pod, ctx)}: --gpu-memory-utilization is not known: "
+                               f"{f.unknown}")
+        if unknown:
+            return self.result(Verdict.UNKNOWN, unknown + ev)
+        return self.result(Verdict.PASS, ev)
+
+
+def _metrics_unknown(step: Step, inputs: Inputs) -> StepResult | None:
+    """unknown, saying why, when no triaged pod has /metrics to judge from."""
+    views = [(p, c) for p, c in inputs.containers() if c.metric_values() is not None]
+    if views:
+        return None
+    reasons = [f"{label(p)}: {c.metrics_failure()}" for p, c in inputs.containers()
+               if c.metrics is not None and c.metrics_failure()]
+    reasons += inputs.unread("metrics")
+    if not reasons:
+        reasons = [f"{label(p)}: no /metrics "
+                   + ("in what was collected" if c.value("container_state") == "running"
+                      else f"to scrape: the vLLM container is not running "
+                           f"({c.value('pod_state')})")
+                   for p, c in inputs.containers()] or ["no metrics were read"]
+    return step.result(Verdict.UNKNOWN, reasons)
+
+
+def _with_metrics(inputs: Inputs) -> list[tuple[PodDiagnosis, ContainerContext]]:
+    return [(p, c) for p, c in inputs.containers() if c.metric_values() is not None]
+
+
+def _latency_line(pod: PodDiagnosis, ctx: ContainerContext) -> str:
+    d = ctx.metric_values() or {}
+    parts = []
+    for name, what in (("e2e_latency", "e2e"), ("ttft", "TTFT"), ("queue_time", "queue")):
+        p50, p99 = d.get(f"{name}_p50"), d.get(f"{name}_p99")
+        if p50 is not None and p99 is not None:
+            parts.append(f"{what} P50 {p50:.3g}s P99 {p99:.3g}s")
+    count = int(d.get("e2e_latency_count", 0))
+    models = ctx.fact("metrics_models").value or []
+    model = f" model {', '.join(models)}" if models else ""
+    if not parts:
+        return f"{label(pod)}:{model} no finished requests in the histograms yet"
+    return (f"{label(pod)}:{model} {'; '.join(parts)} over {count} requests "
+            "(one scrape: the distribution since the server started)")
+
+
+class P99Latency(Step):
+    number = 5
+    title = "P99 latency high: bound --max-num-batched-tokens"
+
+    def judge(self, inputs: Inputs) -> StepResult:
+        missing = _metrics_unknown(self, inputs)
+        if missing:
+            return missing
+        ev: list[str] = []
+        for pod, ctx in _with_metrics(inputs):
+            ev.append(_latency_line(pod, ctx))
+            ev.append(f"  {ctx.fact('max_num_batched_tokens').evidence}")
+        return self.result(Verdict.PASS, ev)
+
+
+class ProbeTiming(Step):
+    number = 6
+    title = "Probe delays versus model load time"
+    needs = ("events",)
+
+    def judge(self, inputs: Inputs) -> StepResult:
+        ev = [f"{label(pod, ctx)}: {ctx.fact('observed_startup_seconds').evidence}; "
+              f"{ctx.fact('has_startup_probe').evidence}; {ctx.fact('liveness_probe').evidence}"
+              for pod, ctx in inputs.containers()]
+        return self.result(Verdict.PASS, ev)
+
+
+def _autoscalers(inputs: Inputs) -> tuple[list[str], list[str]]:
+    """(descriptions of the autoscalers acting on the triaged workloads, reasons unknown)."""
+    found: list[str] = []
+    unknown: list[str] = []
+    for f in inputs.workload_facts("autoscalers"):
+        if not f.known:
+            unknown.append(str(f.unknown))
+        for text in f.value or []:
+            if text not in found:
+                found.append(text)
+    return found, list(dict.fromkeys(unknown))
+
+
+class AutoscaleTarget(Step):
+    number = 7
+    title = "Autoscale target too high, requests queue"
+    needs = ("horizontalpodautoscalers", "inferenceservices")
+
+    def judge(self, inputs: Inputs) -> StepResult:
+        scalers, unknown = _autoscalers(inputs)
+        if not scalers:
+            if unknown:
+                return self.result(Verdict.UNKNOWN, unknown)
+            return self.result(Verdict.NA, ["no HorizontalPodAutoscaler or InferenceService "
+                                            "autoscaling acts on the vLLM workloads"])
+        missing = _metrics_unknown(self, inputs)
+        if missing:
+            return self.result(Verdict.UNKNOWN, scalers + [
+                "whether requests queue is unknown: " + e for e in missing.evidence])
+        ev = list(scalers)
+        for pod, ctx in _with_metrics(inputs):
+            d = ctx.metric_values() or {}
+            ev.append(f"{label(pod)}: {d.get('requests_running', 0):g} running, "
+                      f"{d.get('requests_waiting', 0):g} waiting, KV cache usage "
+                      f"{100 * d.get('kv_cache_usage', 0):.0f}%, preemptions "
+                      f"{d.get('preemptions', 0):g}")
+        return self.result(Verdict.PASS, ev)
+
+
+class MinScale(Step):
+    number = 8
+    title = "minScale >= 1, no cold starts"
+    needs = ("horizontalpodautoscalers", "inferenceservices", "deployments", "statefulsets")
+
+    def judge(self, inputs: Inputs) -> StepResult:
+        scalers, _ = _autoscalers(inputs)
+        if scalers:
+            return self.result(Verdict.PASS, scalers)
+        ev: list[str] = []
+        for f in inputs.workload_facts("workload_replicas"):
+            if f.value is not None:
+                ev.append(f"{f.evidence}, no autoscaler: no scale to zero")
+        if not ev:
+            unread = inputs.unread("deployments", "statefulsets", "replicasets",
+                                   "horizontalpodautoscalers", "inferenceservices")
+            return self.result(Verdict.UNKNOWN, unread or [
+                "the workload that owns the vLLM pods was not found"])
+        return self.result(Verdict.PASS, sorted(set(ev)))
+
+
+def _no_finding_from(inputs: Inputs, step: int) -> str:
+    return "no finding from " + ", ".join(inputs.fed_by(step)) + " in logs, events and specs"
+
+
+class NodeDisk(Step):
+    number = 9
+    title = "Node disk, image cache, model cache"
+    needs = ("nodes", "events", "logs")
+
+    def judge(self, inputs: Inputs) -> StepResult:
+        ev: list[str] = []
+        for _, ctx in inputs.containers():
+            f = ctx.fact("node_disk_pressure")
+            if f.known and f.value is not None and f.evidence not in ev:
+                ev.append(f.evidence)
+        if not ev:
+            return self.result(Verdict.UNKNOWN, inputs.unread("nodes") or [
+                "the vLLM pods are not scheduled on any node"])
+        return self.result(Verdict.PASS, [*sorted(ev), _no_finding_from(inputs, self.number)])
+
+
+class OneChange(Step):
+    number = 10
+    title = "One change at a time, canary"
+    needs = ("replicasets", "deployments", "inferenceservices")
+
+    def judge(self, inputs: Inputs) -> StepResult:
+        ev: list[str] = []
+        isvcs = inputs.workload_facts("inference_service")
+        canaries = inputs.workload_facts("canary_traffic_percent")
+        revisions = inputs.workload_facts("rollout_revision")
+        for isvc, canary in zip(isvcs, canaries, strict=True):
+            if isvc.value is not None and canary.known and canary.evidence not in ev:
+                ev.append(canary.evidence)
+        for f in revisions:
+            if f.known and f.value is not None and f.evidence not in ev:
+                ev.append(f.evidence)
+        if not ev:
+            return self.result(Verdict.UNKNOWN, inputs.unread(
+                "replicasets", "deployments", "inferenceservices") or [
+                "no rollout history (ReplicaSets or InferenceService revisions) was read"])
+        return self.result(Verdict.PASS, [*ev, _no_finding_from(inputs, self.number)])
+
+
+STEPS: tuple[Step, ...] = (
+    ContainerOOMKilled(), CudaOOM(), MaxModelLen(), GpuMemoryUtilization(), P99Latency(),
+    ProbeTiming(), AutoscaleTarget(), MinScale(), NodeDisk(), OneChange(),
+)

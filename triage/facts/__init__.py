@@ -1,0 +1,261 @@
+"""Facts measure: named, typed values about a vLLM container, its pod, node or workload.
+
+A fact has a unit, a one-line doc and, once computed, the evidence it came
+from. It never holds a threshold and never answers "nothing" because some
+finding's condition is not met: deciding is what ``patterns/`` do. A fact
+that could not be measured (its input was not read) is ``unknown`` with the
+reason, which is not the same as a measured absence (``value`` None: no
+memory limit, no startupProbe, no KV cache line in the logs read).
+
+Every fact is registered once, with ``@fact``, in one of the modules of this
+package; ``REGISTRY`` is what pattern files are checked against and what
+``vllm-triage patterns --facts`` lists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from triage import engine_config, workload
+from triage.engine_config import EngineConfig
+from triage.logs import LogLine, LogText, split_lines
+from triage.metrics import MetricsView, parse_metrics
+from triage.snapshot import CURRENT, LOG_STREAMS, PREVIOUS, Obj, Snapshot, meta
+from triage.startup import StartupReport, read_startup
+
+SCOPES = ("container", "pod", "node", "workload")
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What a fact function returns: the value and the sentence saying where it came from."""
+
+    value: Any
+    evidence: str
+
+
+class Unmeasurable(Exception):
+    """Raised by a fact function whose input could not be read."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Fact:
+    name: str
+    value: Any
+    unit: str
+    evidence: str
+    unknown: str | None = None  # why it could not be measured
+
+    @property
+    def known(self) -> bool:
+        return self.unknown is None
+
+
+@dataclass(frozen=True)
+class FactSpec:
+    name: str
+    unit: str
+    scope: str
+    doc: str
+    compute: Callable[[ContainerContext], Measured]
+
+
+REGISTRY: dict[str, FactSpec] = {}
+
+
+def fact(name: str, *, unit: str, scope: str, doc: str
+         ) -> Callable[[Callable[[ContainerContext], Measured]],
+                       Callable[[ContainerContext], Measured]]:
+    """Register a fact function under ``name``."""
+    if scope not in SCOPES:
+        raise ValueError(f"fact {name}: scope must be one of {SCOPES}")
+
+    def register(fn: Callable[[ContainerContext], Measured]
+                 ) -> Callable[[ContainerContext], Measured]:
+        if name in REGISTRY:
+            raise ValueError(f"fact {name} is registered twice")
+        REGISTRY[name] = FactSpec(name, unit, scope, doc, fn)
+        return fn
+    return register
+
+
+def stream_label(stream: str) -> str:
+    return "previous log" if stream == PREVIOUS else "log"
+
+
+class ContainerContext:
+    """Everything known about one triaged container of one pod, parsed once.
+
+    Facts are computed on demand and cached by their scope: a workload fact
+    is computed once for all the pods of that workload (``shared``).
+    """
+
+    def __init__(self, snapshot: Snapshot, pod: Obj, container: Obj,
+                 shared: dict[tuple[str, ...], Fact] | None = None,
+                 given: dict[str, Any] | None = None,
+                 given_metrics: dict[str, float] | None = None) -> None:
+        self.snapshot = snapshot
+        self.pod = pod
+        self.container = container
+        self.namespace = str(meta(pod).get("namespace", ""))
+        self.pod_name = str(meta(pod).get("name", ""))
+        self.name = str(container.get("name", ""))
+        self._shared = shared if shared is not None else {}
+        self._own: dict[tuple[str, ...], Fact] = {}
+        self._given = given or {}
+        self._given_metrics = given_metrics
+
+    # --- inputs -----------------------------------------------------------
+
+    @cached_property
+    def status(self) -> Obj:
+        return workload.container_status(self.pod, self.name)
+
+    def log_text(self, stream: str) -> str | None:
+        return self.snapshot.log(self.namespace, self.pod_name, self.name, stream)
+
+    def log_failure(self, stream: str) -> str | None:
+        """Why a log stream that exists could not be read; None when read or absent."""
+        if self.log_text(stream) is not None:
+            return None
+        failed = self.snapshot.failure("logs", self.namespace, self.pod_name, self.name, stream)
+        return str(failed) if failed else None
+
+    def logs_unread(self) -> list[str]:
+        return [f for f in (self.log_failure(s) for s in LOG_STREAMS) if f]
+
+    @cached_property
+    def texts(self) -> dict[str, LogText]:
+        """Each log stream read, parsed once."""
+        out: dict[str, LogText] = {}
+        for stream in (CURRENT, PREVIOUS):
+            text = self.log_text(stream)
+            if text is not None:
+                out[stream] = LogText(split_lines(text))
+        return out
+
+    @property
+    def lines(self) -> dict[str, list[LogLine]]:
+        return {stream: text.lines for stream, text in self.texts.items()}
+
+    @cached_property
+    def engine(self) -> EngineConfig:
+        return engine_config.parse(self.container, self.snapshot, self.pod)
+
+    @cached_property
+    def startup(self) -> dict[str, StartupReport]:
+        return {stream: read_startup(text) for stream, text in self.texts.items()}
+
+    @cached_property
+    def metrics(self) -> MetricsView | None:
+        text = self.snapshot.metrics.get((self.namespace, self.pod_name))
+        return parse_metrics(text) if text is not None else None
+
+    def metric_values(self) -> dict[str, float] | None:
+        """The pod's derived metrics (``triage.metrics.METRICS``), None when none were read."""
+        if self._given_metrics is not None:
+            return dict(self._given_metrics)
+        view = self.metrics
+        if view is None or view.error:
+            return None
+        return view.derived()
+
+    def metrics_failure(self) -> str | None:
+        """Why /metrics could not be used: a failed read or a malformed page."""
+        if self._given_metrics is not None:
+            return None
+        if self.metrics is not None:
+            return f"/metrics is not Prometheus text: {self.metrics.error}" \
+                if self.metrics.error else None
+        failed = self.snapshot.failure("metrics", self.namespace, self.pod_name)
+        return str(failed) if failed else None
+
+    @cached_property
+    def node_name(self) -> str | None:
+        name = workload.pod_spec(self.pod).get("nodeName")
+        return str(name) if name else None
+
+    @cached_property
+    def node(self) -> Obj | None:
+        return self.snapshot.node(self.node_name)
+
+    def node_failure(self) -> str | None:
+        if self.node is not None or self.node_name is None:
+            return None
+        failed = self.snapshot.failure("nodes", self.node_name)
+        return str(failed) if failed else None
+
+    def events_failure(self) -> str | None:
+        failed = self.snapshot.failure("events", self.namespace)
+        return str(failed) if failed else None
+
+    def unread(self, *kinds: str) -> list[str]:
+        """Failed reads of these namespaced kinds that cover this pod's namespace."""
+        return [str(f) for f in (self.snapshot.failure(k, self.namespace) for k in kinds) if f]
+
+    @cached_property
+    def owner(self) -> tuple[str, Obj] | None:
+        """The Deployment or StatefulSet that runs this pod."""
+        return workload.workload_owner(self.snapshot, self.pod)
+
+    @cached_property
+    def workload_key(self) -> tuple[str, ...]:
+        """The Deployment or StatefulSet (KServe runs one per revision), else the pod."""
+        if self.owner is not None:
+            return (self.owner[0], self.namespace, str(meta(self.owner[1]).get("name")))
+        return ("Pod", self.namespace, self.pod_name)
+
+    # --- facts ------------------------------------------------------------
+
+    def _key(self, scope: str) -> tuple[str, ...]:
+        if scope == "container":
+            return ("container", self.namespace, self.pod_name, self.name)
+        if scope == "pod":
+            return ("pod", self.namespace, self.pod_name)
+        if scope == "node":
+            return ("node", self.node_name or f"(unscheduled {self.namespace}/{self.pod_name})")
+        return ("workload", *self.workload_key)
+
+    def fact(self, name: str) -> Fact:
+        """The named fact; a name not in the registry is a programming error."""
+        spec = REGISTRY[name]
+        if name in self._given:
+            value = self._given[name]
+            return Fact(name, value, spec.unit, f"{name} = {value!r} (given)")
+        # Container facts stay with the context; wider scopes are shared.
+        cache_key: tuple[str, ...]
+        if spec.scope == "container":
+            cache, cache_key = self._own, (name,)
+        else:
+            cache, cache_key = self._shared, (*self._key(spec.scope), name)
+        found = cache.get(cache_key)
+        if found is None:
+            try:
+                measured = spec.compute(self)
+                found = Fact(name, measured.value, spec.unit, measured.evidence)
+            except Unmeasurable as exc:
+                found = Fact(name, None, spec.unit, f"{name} could not be measured: {exc.reason}",
+                             unknown=exc.reason)
+            cache[cache_key] = found
+        return found
+
+    def value(self, name: str) -> Any:
+        return self.fact(name).value
+
+
+def describe_registry() -> list[FactSpec]:
+    return sorted(REGISTRY.values(), key=lambda s: (SCOPES.index(s.scope), s.name))
+
+
+# Register every fact (the modules call @fact at import).
+from triage.facts import container as _container  # noqa: E402,F401
+from triage.facts import engine as _engine  # noqa: E402,F401
+from triage.facts import probes as _probes  # noqa: E402,F401
+from triage.facts import rollout as _rollout  # noqa: E402,F401

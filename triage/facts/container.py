@@ -1,0 +1,224 @@
+"""Facts about the container, its pod and its node, read from their API objects."""
+
+from __future__ import annotations
+
+from triage import workload
+from triage.facts import ContainerContext, Measured, Unmeasurable, fact, stream_label
+from triage.snapshot import LOG_STREAMS, Obj
+
+
+@fact("gpu_request", unit="GPUs", scope="container",
+      doc="GPUs the container asks for in resources.limits (nvidia.com/gpu, amd.com/gpu, ...)")
+def gpu_request(ctx: ContainerContext) -> Measured:
+    n = workload.gpu_request(ctx.container)
+    if n:
+        return Measured(n, f"container {ctx.name} requests {n} GPU(s) "
+                           f"(resources.limits: {_gpu_limits(ctx.container)})")
+    return Measured(0, f"container {ctx.name} requests no GPU: resources.limits has no "
+                       "nvidia.com/gpu, so the device plugin gives it no device")
+
+
+def _gpu_limits(container: Obj) -> str:
+    limits = (container.get("resources") or {}).get("limits") or {}
+    return ", ".join(f"{k}={v}" for k, v in limits.items() if k in workload.GPU_RESOURCES)
+
+
+@fact("shm_memory_backed", unit="bool", scope="container",
+      doc="/dev/shm is memory-backed (emptyDir medium Memory, or the node's with hostIPC)")
+def shm_memory_backed(ctx: ContainerContext) -> Measured:
+    if workload.pod_spec(ctx.pod).get("hostIPC"):
+        return Measured(True, "pod uses hostIPC, /dev/shm is the node's")
+    vol = workload.shm_volume(ctx.pod, ctx.container)
+    if vol is None:
+        return Measured(False, f"no volume is mounted at /dev/shm in container {ctx.name}: "
+                               "the container runtime's default is 64 MiB")
+    medium = (vol.get("emptyDir") or {}).get("medium")
+    if medium == "Memory":
+        limit = (vol.get("emptyDir") or {}).get("sizeLimit", "no sizeLimit")
+        return Measured(True, f"/dev/shm is emptyDir medium Memory ({limit}), volume "
+                              f"{vol.get('name')}")
+    return Measured(False, f"/dev/shm is volume {vol.get('name')} but not memory-backed")
+
+
+@fact("memory_limit", unit="quantity", scope="container",
+      doc="resources.limits.memory of the container as written (e.g. 32Gi); None without a limit")
+def memory_limit(ctx: ContainerContext) -> Measured:
+    limit = workload.memory_limit(ctx.container)
+    req = ((ctx.container.get("resources") or {}).get("requests") or {}).get("memory")
+    if limit:
+        return Measured(limit, f"container {ctx.name} memory limit {limit}"
+                               + (f", request {req}" if req else ""))
+    return Measured(None, f"container {ctx.name} has no memory limit")
+
+
+@fact("restart_count", unit="restarts", scope="container",
+      doc="status.containerStatuses[].restartCount")
+def restart_count(ctx: ContainerContext) -> Measured:
+    n = int(ctx.status.get("restartCount") or 0)
+    return Measured(n, f"container {ctx.name} restarted {n} time(s)")
+
+
+def _last_termination(ctx: ContainerContext) -> Obj:
+    term = (ctx.status.get("lastState") or {}).get("terminated")
+    return term if isinstance(term, dict) else {}
+
+
+@fact("last_exit_code", unit="exit code", scope="container",
+      doc="exit code of the previous termination (lastState.terminated); None if none")
+def last_exit_code(ctx: ContainerContext) -> Measured:
+    term = _last_termination(ctx)
+    if not term:
+        return Measured(None, f"container {ctx.name} has no previous termination")
+    return Measured(term.get("exitCode"), f"container {ctx.name} last terminated: reason "
+                    f"{term.get('reason')}, exit code {term.get('exitCode')}, "
+                    f"finished {term.get('finishedAt')}")
+
+
+@fact("last_termination_reason", unit="text", scope="container",
+      doc="reason of the previous termination (OOMKilled, Error, Completed); None if none")
+def last_termination_reason(ctx: ContainerContext) -> Measured:
+    term = _last_termination(ctx)
+    if not term:
+        return Measured(None, "no previous termination")
+    return Measured(term.get("reason"), f"last termination {term.get('reason')} "
+                                        f"(exit {term.get('exitCode')})")
+
+
+@fact("container_started", unit="bool", scope="container",
+      doc="the container has run at least once (running, terminated or a previous termination)")
+def container_started(ctx: ContainerContext) -> Measured:
+    state = ctx.status.get("state") or {}
+    ran = bool(state.get("running") or state.get("terminated") or _last_termination(ctx))
+    if ran:
+        return Measured(True, f"container {ctx.name} has run")
+    return Measured(False, f"{workload.pod_state(ctx.pod)}, the container has not started, "
+                           "so there is no log")
+
+
+@fact("logs_read", unit="list", scope="container",
+      doc="the log streams that were read for the container (current, previous)")
+def logs_read(ctx: ContainerContext) -> Measured:
+    read = [s for s in LOG_STREAMS if s in ctx.texts]
+    return Measured(read, " and ".join(f"{stream_label(s)}" for s in read) or "no log read")
+
+
+@fact("log_lines_read", unit="lines", scope="container",
+      doc="non-empty lines in the log streams that were read")
+def log_lines_read(ctx: ContainerContext) -> Measured:
+    n = sum(len(lines) for lines in ctx.lines.values())
+    return Measured(n, f"{n} lines")
+
+
+@fact("unschedulable_message", unit="text", scope="pod",
+      doc="the scheduler's message while the pod's PodScheduled condition is False")
+def unschedulable_message(ctx: ContainerContext) -> Measured:
+    for cond in (ctx.pod.get("status") or {}).get("conditions") or []:
+        if isinstance(cond, dict) and cond.get("type") == "PodScheduled" and \
+                str(cond.get("status")) == "False":
+            msg = str(cond.get("message") or cond.get("reason") or "Unschedulable")
+            return Measured(msg, f"pod {ctx.pod_name} condition PodScheduled=False, reason "
+                                 f"{cond.get('reason')}: {msg}")
+    return Measured(None, f"pod {ctx.pod_name} is not reported unschedulable")
+
+
+@fact("node_disk_pressure", unit="text", scope="node",
+      doc="status of the DiskPressure condition of the pod's node (True, False, Unknown, "
+          "'not reported'); None when the pod is on no node that was read")
+def node_disk_pressure(ctx: ContainerContext) -> Measured:
+    if ctx.node is None:
+        why = ctx.node_failure()
+        if why:
+            raise Unmeasurable(why)
+        return Measured(None, "the pod is not on a node that was read")
+    conds = {c.get("type"): c.get("status") for c in
+             (ctx.node.get("status") or {}).get("conditions") or [] if isinstance(c, dict)}
+    status = str(conds.get("DiskPressure", "not reported"))
+    return Measured(status, f"node {ctx.node_name}: DiskPressure={status}")
+
+
+@fact("image_tag", unit="text", scope="container",
+      doc="the tag of the container image (None when the image names no tag)")
+def image_tag(ctx: ContainerContext) -> Measured:
+    image = str(ctx.container.get("image") or "")
+    _repo, tag, _digest = workload.split_image(image)
+    resolved = ctx.status.get("imageID")
+    seen = f"; the node ran {resolved}" if resolved else ""
+    policy = ctx.container.get("imagePullPolicy")
+    what = "has no tag (Kubernetes pulls :latest)" if tag is None else f"uses tag {tag}"
+    return Measured(tag, f"container {ctx.name} image {image} {what}, imagePullPolicy "
+                         f"{policy or 'unset (Always for latest or no tag, else IfNotPresent)'}"
+                         f"{seen}")
+
+
+@fact("image_pinned_by_digest", unit="bool", scope="container",
+      doc="the container image is given by digest (@sha256:...)")
+def image_pinned_by_digest(ctx: ContainerContext) -> Measured:
+    image = str(ctx.container.get("image") or "")
+    digest = workload.split_image(image)[2]
+    return Measured(bool(digest), f"container {ctx.name} image {image} "
+                                  + ("is pinned by digest" if digest else "names no digest"))
+
+
+@fact("service_link_vllm_port", unit="text", scope="container",
+      doc="VLLM_PORT as the kubelet injects it from a Service named vllm (service links); "
+          "None when nothing is injected")
+def service_link_vllm_port(ctx: ContainerContext) -> Measured:
+    svc = ctx.snapshot.find("services", ctx.namespace, "vllm")
+    if svc is None:
+        unread = ctx.unread("services")
+        if unread:
+            raise Unmeasurable(unread[0])
+        return Measured(None, f"no Service named vllm in namespace {ctx.namespace}")
+    links = workload.pod_spec(ctx.pod).get("enableServiceLinks")
+    spec = svc.get("spec") or {}
+    ip = spec.get("clusterIP")
+    ports = spec.get("ports") or [{}]
+    if links is False:
+        return Measured(None, f"Service vllm exists but pod {ctx.pod_name} sets "
+                              "spec.enableServiceLinks: false, so no VLLM_* variables are "
+                              "injected")
+    if not ip or ip == "None":
+        return Measured(None, "Service vllm is headless: Kubernetes injects no variables for it")
+    explicit = any(isinstance(e, dict) and e.get("name") == "VLLM_PORT"
+                   for e in ctx.container.get("env") or [])
+    if explicit:
+        return Measured(None, f"container {ctx.name} sets VLLM_PORT itself, which wins over "
+                              "the Service variable")
+    proto = str(ports[0].get("protocol", "TCP")).lower()
+    value = f"{proto}://{ip}:{ports[0].get('port')}"
+    return Measured(value, f"Service vllm (clusterIP {ip}, port {ports[0].get('port')}) in "
+                           f"namespace {ctx.namespace} and pod spec.enableServiceLinks "
+                           f"{'unset (default true)' if links is None else links}: the kubelet "
+                           f"sets VLLM_PORT={value} in the container")
+
+
+
+@fact("pod_state", unit="text", scope="pod",
+      doc="a kubectl-like one-word state of the pod: CrashLoopBackOff, OOMKilled, Pending, "
+          "Running, Running (not ready), ...")
+def pod_state(ctx: ContainerContext) -> Measured:
+    state = workload.pod_state(ctx.pod)
+    return Measured(state, f"pod {ctx.pod_name} is {state}")
+
+
+@fact("container_state", unit="text", scope="container",
+      doc="the container's current state: running, waiting or terminated")
+def container_state(ctx: ContainerContext) -> Measured:
+    state = ctx.status.get("state") or {}
+    for name in ("running", "waiting", "terminated"):
+        if isinstance(state.get(name), dict):
+            reason = state[name].get("reason")
+            return Measured(name, f"container {ctx.name} is {name}"
+                                  + (f" ({reason})" if reason else ""))
+    return Measured(None, f"container {ctx.name} has no state reported")
+
+
+@fact("metrics_models", unit="list", scope="pod",
+      doc="the model names vLLM's /metrics reports (model_name label)")
+def metrics_models(ctx: ContainerContext) -> Measured:
+    failed = ctx.metrics_failure()
+    if failed:
+        raise Unmeasurable(failed)
+    view = ctx.metrics
+    models = view.models if view is not None else []
+    return Measured(models, "models on /metrics: " + (", ".join(models) or "none"))

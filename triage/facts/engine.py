@@ -1,0 +1,269 @@
+"""Facts about the vLLM engine: its effective flags and what it logged about itself."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import regex
+
+from triage import workload
+from triage.facts import ContainerContext, Measured, Unmeasurable, fact, stream_label
+from triage.logs import LogLine
+from triage.snapshot import CURRENT, PREVIOUS, meta
+
+_MAX_MODEL_LEN_LOG = regex.compile(r"\bUsing max model len (\d+)|\bmax_seq_len=(\d+)")
+_BATCHED_TOKENS_LOG = regex.compile(
+    r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)")
+
+
+def where(ctx: ContainerContext, stream: str, line: LogLine) -> str:
+    return f"{stream_label(stream)} ({ctx.name}) line {line.number}: {line.message.strip()}"
+
+
+def _last_log_match(ctx: ContainerContext, rx: Any) -> tuple[Any, str, LogLine] | None:
+    """The last line matching ``rx``, from the current log first, then the previous one."""
+    for stream in (CURRENT, PREVIOUS):
+        for line in reversed(ctx.lines.get(stream, [])):
+            m = rx.search(line.message)
+            if m:
+                return m, stream, line
+    return None
+
+
+def _flag_known(ctx: ContainerContext, flag: str) -> None:
+    why = ctx.engine.unknown(flag)
+    if why:
+        raise Unmeasurable(why)
+
+
+def _logs_complete(ctx: ContainerContext) -> None:
+    """A value searched for in the logs is absent only if every log could be read."""
+    unread = ctx.logs_unread()
+    if unread:
+        raise Unmeasurable(unread[0])
+
+
+def _parallel(name: str, flag: str, doc: str) -> None:
+    @fact(name, unit="ranks", scope="container", doc=doc)
+    def compute(ctx: ContainerContext) -> Measured:
+        _flag_known(ctx, flag)
+        return Measured(ctx.engine.integer(flag) or 1, ctx.engine.describe(flag))
+
+
+_parallel("tensor_parallel_size", "tensor-parallel-size",
+          "--tensor-parallel-size (GPUs one model replica is split over; default 1)")
+_parallel("pipeline_parallel_size", "pipeline-parallel-size",
+          "--pipeline-parallel-size (pipeline stages; default 1)")
+
+
+@fact("gpu_memory_utilization", unit="fraction", scope="container",
+      doc="effective --gpu-memory-utilization (args, --config file, or vLLM's default 0.9)")
+def gpu_memory_utilization(ctx: ContainerContext) -> Measured:
+    _flag_known(ctx, "gpu-memory-utilization")
+    value = ctx.engine.number("gpu-memory-utilization")
+    desc = ctx.engine.describe("gpu-memory-utilization")
+    if value is None:
+        raise Unmeasurable(f"container {ctx.name}: {desc} is not a number vLLM would accept")
+    return Measured(value, f"container {ctx.name}: {desc}")
+
+
+@fact("max_model_len_set", unit="bool", scope="container",
+      doc="--max-model-len is set (args or --config file)")
+def max_model_len_set(ctx: ContainerContext) -> Measured:
+    _flag_known(ctx, "max-model-len")
+    return Measured(ctx.engine.is_set("max-model-len"),
+                    f"container {ctx.name}: {ctx.engine.describe('max-model-len')}")
+
+
+@fact("max_model_len", unit="tokens", scope="container",
+      doc="the context length served: --max-model-len, or the model's own as vLLM logged it")
+def max_model_len(ctx: ContainerContext) -> Measured:
+    _flag_known(ctx, "max-model-len")
+    if ctx.engine.is_set("max-model-len"):
+        return Measured(ctx.engine.integer("max-model-len"),
+                        f"container {ctx.name}: {ctx.engine.describe('max-model-len')}")
+    found = _last_log_match(ctx, _MAX_MODEL_LEN_LOG)
+    if found is None:
+        _logs_complete(ctx)
+        return Measured(None, f"container {ctx.name}: --max-model-len unset and no log line says "
+                              "which context length vLLM took from the model's config")
+    m, stream, line = found
+    n = int(m.group(1) or m.group(2))
+    snippet = line.message[max(0, m.start() - 40):m.end()].strip()
+    return Measured(n, f"container {ctx.name}: --max-model-len unset, so vLLM serves the "
+                       f"model's full context of {n:,} tokens ({stream_label(stream)} "
+                       f"({ctx.name}) line {line.number}: ...{snippet})")
+
+
+@fact("kv_cache_tokens", unit="tokens", scope="container",
+      doc="tokens the KV cache holds, as vLLM logged at start-up (or GPU blocks x block size)")
+def kv_cache_tokens(ctx: ContainerContext) -> Measured:
+    for stream in (CURRENT, PREVIOUS):
+        rep = ctx.startup.get(stream)
+        if rep is None:
+            continue
+        label = stream_label(stream)
+        if rep.kv_cache_tokens:
+            line = rep.evidence.get("kv_cache_tokens")
+            return Measured(rep.kv_cache_tokens,
+                            f"vLLM's KV cache holds {rep.kv_cache_tokens:,} tokens ({label} "
+                            f"({ctx.name}) line {line.number if line else '?'}: "
+                            f"{line.message.strip() if line else ''})")
+        if rep.gpu_blocks:
+            block = ctx.engine.integer("block-size") or 16
+            tokens = rep.gpu_blocks * block
+            line = rep.evidence.get("gpu_blocks")
+            return Measured(tokens, f"vLLM's KV cache holds {tokens:,} tokens: "
+                                    f"{rep.gpu_blocks:,} GPU blocks x block size {block} ({label} "
+                                    f"({ctx.name}) line {line.number if line else '?'}: "
+                                    f"{line.message.strip() if line else ''})")
+    _logs_complete(ctx)
+    return Measured(None, f"container {ctx.name}: no KV cache size line in the logs read")
+
+
+@fact("max_concurrency", unit="x", scope="container",
+      doc="requests of the logged length that fit in the KV cache at once "
+          "(vLLM's 'Maximum concurrency for N tokens per request')")
+def max_concurrency(ctx: ContainerContext) -> Measured:
+    for stream in (CURRENT, PREVIOUS):
+        rep = ctx.startup.get(stream)
+        if rep is not None and rep.max_concurrency is not None:
+            line = rep.evidence.get("max_concurrency")
+            at = where(ctx, stream, line) if line else f"{stream_label(stream)}"
+            return Measured(rep.max_concurrency,
+                            f"max concurrency {rep.max_concurrency:g}x at "
+                            f"{rep.concurrency_tokens:,} tokens per request ({at})")
+    _logs_complete(ctx)
+    return Measured(None, f"container {ctx.name}: no 'Maximum concurrency' line in the logs read")
+
+
+@fact("max_model_len_over_kv_cache", unit="ratio", scope="container",
+      doc="max_model_len / kv_cache_tokens: how many KV caches one longest request needs")
+def max_model_len_over_kv_cache(ctx: ContainerContext) -> Measured:
+    mml, kv = ctx.fact("max_model_len"), ctx.fact("kv_cache_tokens")
+    for f in (mml, kv):
+        if f.unknown:
+            raise Unmeasurable(f.unknown)
+    if not mml.value or not kv.value:
+        return Measured(None, "max model length or KV cache size not known")
+    ratio = float(mml.value) / float(kv.value)
+    return Measured(ratio, f"max model length {mml.value:,} tokens is {ratio:.2f}x the KV cache "
+                           f"({kv.value:,} tokens)")
+
+
+@fact("max_num_batched_tokens", unit="tokens", scope="container",
+      doc="tokens one engine step may batch: --max-num-batched-tokens, or the chunked-prefill "
+          "budget vLLM logged; None when neither")
+def max_num_batched_tokens(ctx: ContainerContext) -> Measured:
+    _flag_known(ctx, "max-num-batched-tokens")
+    if ctx.engine.is_set("max-num-batched-tokens"):
+        return Measured(ctx.engine.integer("max-num-batched-tokens"),
+                        f"container {ctx.name}: {ctx.engine.describe('max-num-batched-tokens')}")
+    found = _last_log_match(ctx, _BATCHED_TOKENS_LOG)
+    if found is not None:
+        m, stream, line = found
+        return Measured(int(m.group(1)), f"container {ctx.name}: --max-num-batched-tokens "
+                                         f"unset; vLLM chose {int(m.group(1)):,} "
+                                         f"({where(ctx, stream, line)})")
+    _logs_complete(ctx)
+    return Measured(None, f"container {ctx.name}: --max-num-batched-tokens unset and vLLM "
+                          "logged no chunked-prefill token budget (without chunked prefill a "
+                          "step batches up to max(--max-model-len, 2048) prompt tokens)")
+
+
+@fact("batched_tokens_over_prompt_p99", unit="ratio", scope="container",
+      doc="max_num_batched_tokens / the P99 prompt length from /metrics")
+def batched_tokens_over_prompt_p99(ctx: ContainerContext) -> Measured:
+    budget = ctx.fact("max_num_batched_tokens")
+    if budget.unknown:
+        raise Unmeasurable(budget.unknown)
+    failed = ctx.metrics_failure()
+    if failed:
+        raise Unmeasurable(failed)
+    p99 = (ctx.metric_values() or {}).get("prompt_len_p99")
+    if budget.value is None or not p99:
+        return Measured(None, "token budget per step or prompt length P99 not known")
+    ratio = float(budget.value) / p99
+    return Measured(ratio, f"token budget per step {budget.value:,} is {ratio:.1f}x the P99 "
+                           f"prompt length ({p99:,.0f} tokens, /metrics "
+                           "vllm:request_prompt_tokens)")
+
+
+@fact("observed_startup_seconds", unit="seconds", scope="container",
+      doc="the longest start-up to ready that vLLM logged in the logs read")
+def observed_startup_seconds(ctx: ContainerContext) -> Measured:
+    best: tuple[float, str] | None = None
+    for stream, rep in ctx.startup.items():
+        seconds = rep.startup_seconds
+        if seconds is None:
+            continue
+        if best is None or seconds > best[0]:
+            best = (seconds, f"{stream_label(stream)} ({ctx.name}): {rep.startup_basis}")
+    if best is None:
+        _logs_complete(ctx)
+        return Measured(None, "no completed start-up in the logs read")
+    return Measured(best[0], f"vLLM started in {best[0]:.0f}s ({best[1]})")
+
+
+@fact("weights_downloaded", unit="bool", scope="container",
+      doc="the logs read show the weights being downloaded from the hub during this start")
+def weights_downloaded(ctx: ContainerContext) -> Measured:
+    for stream in (CURRENT, PREVIOUS):
+        rep = ctx.startup.get(stream)
+        if rep is not None and rep.downloaded:
+            line = rep.evidence.get("download")
+            at = where(ctx, stream, line) if line else f"{stream} log"
+            restarts = int(ctx.status.get("restartCount") or 0)
+            return Measured(True, f"the weights were downloaded from the hub during this start "
+                                  f"({at}); pod created {meta(ctx.pod).get('creationTimestamp')}"
+                                  f", container restarts {restarts}")
+    _logs_complete(ctx)
+    return Measured(False, f"container {ctx.name}: no weight download in the logs read")
+
+
+def _hf_cache_dir(ctx: ContainerContext) -> tuple[str, str]:
+    env = {str(e.get("name")): str(e.get("value")) for e in ctx.container.get("env") or []
+           if isinstance(e, dict) and e.get("value") is not None}
+    if ctx.engine.is_set("download-dir"):
+        return str(ctx.engine.raw("download-dir")), ctx.engine.describe("download-dir")
+    for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "TRANSFORMERS_CACHE"):
+        if env.get(var):
+            return env[var], f"env {var}={env[var]}"
+    if env.get("HF_HOME"):
+        return env["HF_HOME"].rstrip("/") + "/hub", f"env HF_HOME={env['HF_HOME']}"
+    if env.get("XDG_CACHE_HOME"):
+        return env["XDG_CACHE_HOME"].rstrip("/") + "/huggingface/hub", \
+            f"env XDG_CACHE_HOME={env['XDG_CACHE_HOME']}"
+    home = env.get("HOME", "/root").rstrip("/")
+    return f"{home}/.cache/huggingface/hub", (
+        "HF_HOME, HF_HUB_CACHE, TRANSFORMERS_CACHE and --download-dir unset: the Hugging Face "
+        "default")
+
+
+@fact("model_cache_volume", unit="text", scope="container",
+      doc="what holds the Hugging Face cache of a hub model: pvc, emptyDir, ephemeral, "
+          "hostPath, ..., container (its writable layer), or local (not a hub model)")
+def model_cache_volume(ctx: ContainerContext) -> Measured:
+    model = ctx.engine.model or ""
+    if not model:
+        _flag_known(ctx, "model")
+        return Measured(None, f"container {ctx.name}: the served model is not known from its "
+                              "args")
+    if model.startswith(("/", "./", "file:")) or "://" in model:
+        return Measured("local", f"container {ctx.name} serves {model} from a path or object "
+                                 "store, not from the Hugging Face cache")
+    path, why = _hf_cache_dir(ctx)
+    found = workload.volume_for_path(ctx.pod, ctx.container, path)
+    if found is None:
+        return Measured("container", f"container {ctx.name} downloads {model} into {path} "
+                                     f"({why}) and no volume is mounted there: the weights live "
+                                     "in the container's writable layer")
+    mount, vol = found
+    if vol.get("persistentVolumeClaim"):
+        claim = vol["persistentVolumeClaim"].get("claimName")
+        return Measured("pvc", f"container {ctx.name} caches {model} in {path} ({why}), on "
+                               f"volume {vol.get('name')} = PersistentVolumeClaim {claim} "
+                               f"mounted at {mount.get('mountPath')}")
+    kind = next((k for k in vol if k != "name"), "unknown")
+    return Measured(kind, f"container {ctx.name} caches {model} in {path} ({why}), on volume "
+                          f"{vol.get('name')} ({kind}) mounted at {mount.get('mountPath')}")

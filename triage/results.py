@@ -1,0 +1,218 @@
+"""The results every stage hands on and every writer takes.
+
+Frozen dataclasses with enums for verdicts and severities: nothing is
+mutated after it is built. ``Report.to_document`` gives the JSON document
+of schema ``vllm-triage/report/v1``, whose shape is a public contract.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, TypeVar
+
+SCHEMA = "vllm-triage/report/v1"
+
+
+class Verdict(str, Enum):
+    PASS = "pass"
+    WARN = "warn"
+    FAIL = "fail"
+    UNKNOWN = "unknown"
+    NA = "n/a"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Severity(str, Enum):
+    CRITICAL = "critical"
+    WARNING = "warning"
+    INFO = "info"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def rank(self) -> int:
+        """Sort key: critical first."""
+        return {"critical": 0, "warning": 1, "info": 2}[self.value]
+
+    @property
+    def verdict(self) -> Verdict | None:
+        """The verdict a finding of this severity gives its checklist step."""
+        return {"critical": Verdict.FAIL, "warning": Verdict.WARN}.get(self.value)
+
+
+@dataclass(frozen=True)
+class Finding:
+    id: str
+    severity: Severity
+    title: str
+    step: int
+    container: str
+    evidence: tuple[str, ...]
+    remediation: str
+    # A fallback finding (a crash with no known signature) names no cause:
+    # it is shown, but never decides its step's verdict.
+    fallback: bool = False
+    # Set when the pattern's `escalate` rule held: the step verdict this
+    # finding asks for, and the sentence that says why.
+    escalated: Verdict | None = None
+    escalation_note: str = ""
+
+
+@dataclass(frozen=True)
+class Unevaluated:
+    """A rule that could not be evaluated for a container: never a silent 'no match'."""
+
+    pattern: str
+    step: int
+    container: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class PodResult:
+    name: str
+    namespace: str
+    phase: str
+    state: str
+    restarts: int
+    node: str | None
+    owner: str | None
+    containers: tuple[str, ...]
+    findings: tuple[Finding, ...]
+    unevaluated: tuple[Unevaluated, ...] = ()
+
+    def has(self, finding_id: str) -> bool:
+        return any(f.id == finding_id for f in self.findings)
+
+
+@dataclass(frozen=True)
+class StepResult:
+    step: int
+    title: str
+    verdict: Verdict
+    evidence: tuple[str, ...] = ()
+    remediation: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    what: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Report:
+    tool_version: str
+    generated_at: str
+    context: str | None
+    namespace: str | None
+    selector: str | None
+    verdict: Verdict
+    summary: str
+    pods: tuple[PodResult, ...]
+    checklist: tuple[StepResult, ...]
+    unreadable: tuple[Unreadable, ...] = ()
+    warnings: tuple[str, ...] = ()
+    schema: str = field(default=SCHEMA)
+
+    @property
+    def failing(self) -> bool:
+        return self.verdict is Verdict.FAIL
+
+    def to_document(self) -> dict[str, Any]:
+        """The ``vllm-triage/report/v1`` JSON document (key order is part of the contract)."""
+        return {
+            "schema": self.schema,
+            "tool_version": self.tool_version,
+            "generated_at": self.generated_at,
+            "context": self.context,
+            "namespace": self.namespace,
+            "selector": self.selector,
+            "verdict": self.verdict.value,
+            "summary": self.summary,
+            "pods": [
+                {
+                    "name": p.name,
+                    "namespace": p.namespace,
+                    "phase": p.phase,
+                    "state": p.state,
+                    "restarts": p.restarts,
+                    "node": p.node,
+                    "owner": p.owner,
+                    "containers": list(p.containers),
+                    "findings": [
+                        {
+                            "id": f.id,
+                            "severity": f.severity.value,
+                            "title": f.title,
+                            "step": f.step,
+                            "container": f.container,
+                            "evidence": list(f.evidence),
+                            "remediation": f.remediation,
+                        }
+                        for f in p.findings
+                    ],
+                }
+                for p in self.pods
+            ],
+            "checklist": [
+                {"step": s.step, "title": s.title, "verdict": s.verdict.value,
+                 "evidence": list(s.evidence), "remediation": list(s.remediation)}
+                for s in self.checklist
+            ],
+            "unreadable": [{"what": u.what, "reason": u.reason} for u in self.unreadable],
+            "warnings": list(self.warnings),
+        }
+
+    @classmethod
+    def from_document(cls, doc: dict[str, Any]) -> Report:
+        """A report back from its JSON document (to render a saved report in another format)."""
+        def finding(f: dict[str, Any]) -> Finding:
+            return Finding(id=f["id"], severity=Severity(f["severity"]), title=f["title"],
+                           step=int(f["step"]), container=f.get("container", ""),
+                           evidence=tuple(f.get("evidence") or ()),
+                           remediation=f.get("remediation", ""))
+        pods = tuple(PodResult(
+            name=p["name"], namespace=p["namespace"], phase=p.get("phase", "Unknown"),
+            state=p.get("state", ""), restarts=int(p.get("restarts", 0)), node=p.get("node"),
+            owner=p.get("owner"), containers=tuple(p.get("containers") or ()),
+            findings=tuple(finding(f) for f in p.get("findings") or ()))
+            for p in doc.get("pods") or ())
+        steps = tuple(StepResult(int(s["step"]), s["title"], Verdict(s["verdict"]),
+                                 tuple(s.get("evidence") or ()), tuple(s.get("remediation") or ()))
+                      for s in doc.get("checklist") or ())
+        return cls(
+            tool_version=doc.get("tool_version", ""), generated_at=doc.get("generated_at", ""),
+            context=doc.get("context"), namespace=doc.get("namespace"),
+            selector=doc.get("selector"), verdict=Verdict(doc.get("verdict", "pass")),
+            summary=doc.get("summary", ""), pods=pods, checklist=steps,
+            unreadable=tuple(Unreadable(u["what"], u["reason"])
+                             for u in doc.get("unreadable") or ()),
+            warnings=tuple(doc.get("warnings") or ()), schema=doc.get("schema", SCHEMA))
+
+
+T = TypeVar("T")
+
+
+def map_strings(obj: T, fn: Callable[[str], str]) -> T:
+    """A copy of a result (dataclasses, tuples, strings) with ``fn`` applied to every string.
+
+    Enums are left alone: they are the tool's own words, never cluster text.
+    """
+    if isinstance(obj, Enum):
+        return obj
+    if isinstance(obj, str):
+        return fn(obj)  # type: ignore[return-value]
+    if isinstance(obj, tuple):
+        return tuple(map_strings(x, fn) for x in obj)  # type: ignore[return-value]
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        changes = {f.name: map_strings(getattr(obj, f.name), fn)
+                   for f in dataclasses.fields(obj)}
+        return dataclasses.replace(obj, **changes)
+    return obj

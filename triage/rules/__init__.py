@@ -1,0 +1,1 @@
+"""Rules: the pattern language, its loader, its evaluator and its whole-rule examples."""

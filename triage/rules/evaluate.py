@@ -1,0 +1,505 @@
+"""Run the patterns over a snapshot: findings with their evidence, per pod.
+
+Evaluation is three-valued. A leaf whose input could not be read (a log or
+event list that failed, a fact that could not be measured, a regex that
+timed out) is *unknown*, and so is any condition that depends on it
+(``any`` is true if one child is true, ``all`` false if one child is false,
+``not`` keeps unknown). A pattern that ends unknown is never a silent "no
+match": it is reported as unevaluated, with the reason, and its checklist
+step says ``unknown``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+import regex
+
+from triage import workload
+from triage.facts import ContainerContext, Fact
+from triage.logs import LogLine, LogText, parse_line
+from triage.results import Finding, Severity, Unevaluated, Verdict
+from triage.rules.fields import dig_path
+from triage.rules.language import (
+    AllOf,
+    AnyOf,
+    Comparison,
+    Condition,
+    EventLeaf,
+    FactLeaf,
+    FieldLeaf,
+    FindingLeaf,
+    LogLeaf,
+    MetricLeaf,
+    NodeConditionLeaf,
+    Not,
+    Pattern,
+    RootCauseLeaf,
+)
+from triage.snapshot import LOG_STREAMS, Obj, Snapshot, meta
+
+# No single regex search may take longer than this: a pattern that hits it
+# is unknown for that log, never allowed to hang.
+REGEX_TIMEOUT_S = 0.25
+# One pattern searched over a whole log (megabytes) in one call.
+WHOLE_LOG_TIMEOUT_S = 5.0
+MAX_MATCHES_PER_LEAF = 3
+
+
+class Truth(Enum):
+    TRUE = "true"
+    FALSE = "false"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    truth: Truth
+    evidence: tuple[str, ...] = ()
+    reason: str = ""  # why, when unknown
+
+    @property
+    def true(self) -> bool:
+        return self.truth is Truth.TRUE
+
+
+FALSE = Outcome(Truth.FALSE)
+
+
+def _unknown(reason: str) -> Outcome:
+    return Outcome(Truth.UNKNOWN, reason=reason)
+
+
+def _true(*evidence: str) -> Outcome:
+    return Outcome(Truth.TRUE, tuple(evidence))
+
+
+@dataclass
+class PodDiagnosis:
+    """One pod's findings while they are being worked out (frozen into a PodResult later)."""
+
+    pod: Obj
+    contexts: list[ContainerContext]
+    findings: list[Finding] = field(default_factory=list)
+    states: dict[str, Truth] = field(default_factory=dict)  # pattern id -> outcome on this pod
+    unevaluated: list[Unevaluated] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return str(meta(self.pod).get("name", ""))
+
+    @property
+    def namespace(self) -> str:
+        return str(meta(self.pod).get("namespace", ""))
+
+
+class Evaluator:
+    def __init__(self, warnings: list[str]) -> None:
+        self.warnings = warnings
+
+    def _warn(self, note: str) -> None:
+        if note not in self.warnings:
+            self.warnings.append(note)
+
+    def evaluate(self, cond: Condition, ctx: ContainerContext, diag: PodDiagnosis,
+                 pid: str) -> Outcome:
+        if isinstance(cond, AnyOf):
+            outcomes = [self.evaluate(c, ctx, diag, pid) for c in cond.children]
+            trues = [o for o in outcomes if o.true]
+            if trues:
+                return _true(*_merge(o.evidence for o in trues))
+            unknown = next((o for o in outcomes if o.truth is Truth.UNKNOWN), None)
+            return unknown or FALSE
+        if isinstance(cond, AllOf):
+            evidence: list[str] = []
+            unknown = None
+            for child in cond.children:
+                o = self.evaluate(child, ctx, diag, pid)
+                if o.truth is Truth.FALSE:
+                    return FALSE
+                if o.truth is Truth.UNKNOWN:
+                    unknown = unknown or o
+                evidence += o.evidence
+            return unknown or _true(*_merge([evidence]))
+        if isinstance(cond, Not):
+            o = self.evaluate(cond.child, ctx, diag, pid)
+            if o.truth is Truth.UNKNOWN:
+                return o
+            return FALSE if o.true else _true()
+        if isinstance(cond, LogLeaf):
+            return self.log(cond, ctx, pid)
+        if isinstance(cond, FieldLeaf):
+            return self.field(cond, ctx)
+        if isinstance(cond, EventLeaf):
+            return self.event(cond, ctx, pid)
+        if isinstance(cond, NodeConditionLeaf):
+            return self.node_condition(cond, ctx)
+        if isinstance(cond, FactLeaf):
+            return self.fact(cond, ctx)
+        if isinstance(cond, MetricLeaf):
+            return self.metric(cond, ctx)
+        if isinstance(cond, FindingLeaf):
+            states = [diag.states.get(i, Truth.FALSE) for i in cond.ids]
+            if Truth.TRUE in states:
+                return _true()
+            if Truth.UNKNOWN in states:
+                return _unknown(f"finding {', '.join(cond.ids)} could not be evaluated")
+            return FALSE
+        if isinstance(cond, RootCauseLeaf):
+            return _true(*root_cause(ctx, cond))
+        raise TypeError(f"unknown condition {cond!r}")
+
+    # --- leaves -------------------------------------------------------------
+
+    def _search(self, rx: Any, text: str, pid: str) -> Any:
+        try:
+            return rx.search(text, timeout=REGEX_TIMEOUT_S)
+        except TimeoutError:
+            self._warn(f"pattern {pid}: regex timed out on a line; that line was not checked")
+            raise
+
+    def _matching_lines(self, leaf: LogLeaf, text: LogText, window: list[LogLine],
+                        pid: str) -> Iterator[int]:
+        """Indexes into ``window`` of the lines whose message the leaf's regex matches."""
+        if window is not text.lines:  # a tail window: a handful of lines, one by one
+            for idx, line in enumerate(window):
+                if self._search(leaf.regex, line.message, pid) is not None:
+                    yield idx
+            return
+        for idx, _ in text.matching(leaf.regex, WHOLE_LOG_TIMEOUT_S):
+            yield idx
+
+    def log(self, leaf: LogLeaf, ctx: ContainerContext, pid: str) -> Outcome:
+        out: list[str] = []
+        matches = 0
+        unknown: str | None = None
+        streams = LOG_STREAMS if leaf.stream == "any" else (leaf.stream,)
+        for stream in streams:
+            text = ctx.texts.get(stream)
+            if text is None:
+                unknown = unknown or ctx.log_failure(stream)
+                continue
+            if not text.lines:
+                continue
+            window = text.lines[-leaf.tail:] if leaf.tail else text.lines
+            try:
+                for idx in self._matching_lines(leaf, text, window, pid):
+                    line = window[idx]
+                    if (line.level or "NONE") not in leaf.levels:
+                        continue
+                    matches += 1
+                    if matches <= MAX_MATCHES_PER_LEAF:
+                        lo = max(0, idx - leaf.context)
+                        hi = min(len(window), idx + leaf.context + 1)
+                        for j in range(lo, hi):
+                            item = log_evidence(ctx, stream, window[j], marked=j == idx)
+                            if item not in out:
+                                out.append(item)
+            except TimeoutError:
+                why = (f"pattern {pid}: its regex timed out on the {stream} log of "
+                       f"{ctx.namespace}/{ctx.pod_name} ({ctx.name})")
+                self._warn(why)
+                unknown = unknown or why
+        if matches:
+            if matches > MAX_MATCHES_PER_LEAF:
+                out.append(f"... and {matches - MAX_MATCHES_PER_LEAF} more matching line(s)")
+            return _true(*out)
+        return _unknown(unknown) if unknown else FALSE
+
+    def field(self, leaf: FieldLeaf, ctx: ContainerContext) -> Outcome:
+        if leaf.scope == "container":
+            obj, label = ctx.status, f"containerStatuses[{ctx.name}]"
+        elif leaf.scope == "pod":
+            obj, label = ctx.pod, f"pod {ctx.pod_name}"
+        else:
+            if ctx.node is None:
+                why = ctx.node_failure()
+                return _unknown(why) if why else FALSE
+            obj, label = ctx.node, f"node {meta(ctx.node).get('name')}"
+        value = dig_path(obj, leaf.path)
+        if leaf.comparison is None:  # display
+            return _true(f"{label}.{leaf.field} = {value!r}") if value is not None else FALSE
+        if not compare(value, leaf.comparison):
+            return FALSE
+        return _true(f"{label}.{leaf.field} = {value!r}" if value is not None
+                     else f"{label}.{leaf.field} is not set")
+
+    def event(self, leaf: EventLeaf, ctx: ContainerContext, pid: str) -> Outcome:
+        events: list[Obj] = []
+        if leaf.about in ("pod", "any"):
+            events += ctx.snapshot.events_about("Pod", ctx.namespace, ctx.pod_name)
+        if leaf.about in ("owner", "any"):
+            for owner in workload.owner_chain(ctx.snapshot, ctx.pod):
+                events += ctx.snapshot.events_about(str(owner.get("kind")), ctx.namespace,
+                                                    str(meta(owner).get("name")))
+        out: list[str] = []
+        for ev in events:
+            if leaf.type and ev.get("type") != leaf.type:
+                continue
+            reason = str(ev.get("reason") or "")
+            message = str(ev.get("message") or ev.get("note") or "")
+            try:
+                if leaf.reason is not None and self._search(leaf.reason, reason, pid) is None:
+                    continue
+                if leaf.message is not None and self._search(leaf.message, message,
+                                                             pid) is None:
+                    continue
+            except TimeoutError:
+                continue
+            inv = ev.get("involvedObject") or {}
+            count = ev.get("count") or (ev.get("series") or {}).get("count") or 1
+            when = ev.get("lastTimestamp") or ev.get("eventTime") or meta(ev).get(
+                "creationTimestamp")
+            item = (f"event {ev.get('type', '')} {reason} on {inv.get('kind')}/{inv.get('name')}"
+                    f" (x{count}, last {when}): {parse_line(0, message).raw}")
+            if item not in out:
+                out.append(item)
+        if out:
+            return _true(*out)
+        why = ctx.events_failure()
+        return _unknown(why) if why else FALSE
+
+    def node_condition(self, leaf: NodeConditionLeaf, ctx: ContainerContext) -> Outcome:
+        node = ctx.node
+        if node is None:
+            why = ctx.node_failure()
+            return _unknown(why) if why else FALSE
+        for cond in (node.get("status") or {}).get("conditions") or []:
+            if cond.get("type") == leaf.condition and str(cond.get("status")) == leaf.status:
+                return _true(f"node {meta(node).get('name')} condition {leaf.condition}="
+                             f"{leaf.status}: {cond.get('reason', '')} "
+                             f"{cond.get('message', '')}".rstrip())
+        return FALSE
+
+    def fact(self, leaf: FactLeaf, ctx: ContainerContext) -> Outcome:
+        fact = ctx.fact(leaf.name)
+        if not fact.known:
+            return _unknown(f"fact {fact.name}: {fact.unknown}")
+        if leaf.comparison is None:  # display
+            return _true(fact.evidence)
+        other: Fact | None = None
+        if leaf.comparison.fact_ref:
+            other = ctx.fact(leaf.comparison.fact_ref)
+            if not other.known:
+                return _unknown(f"fact {other.name}: {other.unknown}")
+        if not compare(fact.value, leaf.comparison, other.value if other else None):
+            return FALSE
+        return _true(fact.evidence, *([other.evidence] if other else []))
+
+    def metric(self, leaf: MetricLeaf, ctx: ContainerContext) -> Outcome:
+        failed = ctx.metrics_failure()
+        if failed:
+            return _unknown(failed)
+        values = ctx.metric_values()
+        value = values.get(leaf.name) if values is not None else None
+        if value is None:
+            return FALSE
+        if leaf.comparison is not None and not compare(value, leaf.comparison):
+            return FALSE
+        return _true(f"/metrics: {leaf.name} = {value:.4g}")
+
+
+def _merge(groups: Any) -> list[str]:
+    out: list[str] = []
+    for group in groups:
+        for item in group:
+            if item not in out:
+                out.append(item)
+    return out
+
+
+def log_evidence(ctx: ContainerContext, stream: str, line: LogLine, marked: bool) -> str:
+    label = "previous log" if stream == "previous" else "log"
+    marker = ">" if marked else " "
+    return f"{label} ({ctx.name}) line {line.number}{marker} {line.raw}"
+
+
+def compare(value: Any, cmp: Comparison, ref: Any = None) -> bool:
+    """Does ``value`` satisfy the comparison? A list value: does any element (none, for not_*)."""
+    op = cmp.op
+    if op == "exists":
+        present = value is not None and value != []
+        return present is bool(cmp.value)
+    if isinstance(value, (list, tuple)):
+        if op in ("not_equals", "not_in"):
+            positive = Comparison("equals" if op == "not_equals" else "in", cmp.value)
+            return not any(compare(v, positive) for v in value)
+        return any(compare(v, cmp, ref) for v in value)
+    if value is None:
+        return op in ("not_equals", "not_in")
+    want = ref if cmp.fact_ref else cmp.value
+    if op == "equals":
+        return _same(value, want)
+    if op == "not_equals":
+        return not _same(value, want)
+    if op == "in":
+        return any(_same(value, w) for w in want)
+    if op == "not_in":
+        return not any(_same(value, w) for w in want)
+    if op == "regex":
+        try:
+            return bool(want.search(str(value), timeout=REGEX_TIMEOUT_S) is not None)
+        except TimeoutError:
+            return False
+    number = _number(value)
+    if number is None:
+        return False
+    if op == "between":
+        low, high = want
+        return bool(low <= number <= high)
+    limit = _number(want)
+    if limit is None:
+        return False
+    checks: dict[str, Callable[[float, float], bool]] = {
+        "gt": lambda a, b: a > b, "gte": lambda a, b: a >= b,
+        "lt": lambda a, b: a < b, "lte": lambda a, b: a <= b,
+    }
+    return checks[op](number, limit)
+
+
+def _same(value: Any, want: Any) -> bool:
+    if isinstance(value, bool) or isinstance(want, bool):
+        return str(value).lower() == str(want).lower()
+    return bool(value == want or str(value) == str(want))
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return float(value)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number
+
+
+# An exception line as Python prints it ("torch.OutOfMemoryError: ...",
+# "RuntimeError: ..."), or a fatal signal / error line.
+_ERROR_SHAPE = regex.compile(
+    r"^(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)\b:?|Traceback \(most recent"
+    r"|Fatal Python error|Bus error|Segmentation fault|Killed$)"
+)
+
+
+def root_cause(ctx: ContainerContext, leaf: RootCauseLeaf) -> list[str]:
+    """The last error line that is not a wrapper, else the last lines of the log."""
+    for stream in ("previous", "current"):
+        lines = ctx.lines.get(stream)
+        if not lines:
+            continue
+        for line in reversed(lines):
+            if any(rx.search(line.message) for rx in leaf.skip):
+                continue
+            if _ERROR_SHAPE.search(line.message) and not line.message.startswith("Traceback"):
+                tail = [log_evidence(ctx, stream, ln, marked=False)
+                        for ln in lines[-leaf.lines:] if ln is not line]
+                return [log_evidence(ctx, stream, line, marked=True), *tail]
+        return [log_evidence(ctx, stream, ln, marked=False) for ln in lines[-leaf.lines:]]
+    return ["no log text could be read for this container"]
+
+
+# --- running a pattern set over pods ------------------------------------------
+
+
+def _state(outcomes: list[Outcome]) -> Truth:
+    if any(o.true for o in outcomes):
+        return Truth.TRUE
+    if any(o.truth is Truth.UNKNOWN for o in outcomes):
+        return Truth.UNKNOWN
+    return Truth.FALSE
+
+
+def apply(evaluator: Evaluator, pattern: Pattern, diag: PodDiagnosis) -> None:
+    """Evaluate one pattern on every triaged container of the pod."""
+    outcomes: list[Outcome] = []
+    for ctx in diag.contexts:
+        outcome = evaluator.evaluate(pattern.when, ctx, diag, pattern.id)
+        outcomes.append(outcome)
+        if outcome.truth is Truth.UNKNOWN:
+            diag.unevaluated.append(Unevaluated(pattern.id, pattern.step, ctx.name,
+                                                outcome.reason))
+            continue
+        if not outcome.true:
+            continue
+        evidence = list(outcome.evidence)
+        for extra in pattern.show:
+            shown = evaluator.evaluate(extra, ctx, diag, pattern.id)
+            if shown.true:
+                evidence += [e for e in shown.evidence if e not in evidence]
+        existing = next((i for i, f in enumerate(diag.findings) if f.id == pattern.id), None)
+        if existing is not None:
+            old = diag.findings[existing]
+            merged = old.evidence + tuple(e for e in evidence if e not in old.evidence)
+            diag.findings[existing] = dataclasses.replace(old, evidence=merged)
+        else:
+            diag.findings.append(Finding(
+                id=pattern.id, severity=pattern.severity, title=pattern.title, step=pattern.step,
+                container=ctx.name, evidence=tuple(evidence), remediation=pattern.remediation,
+                fallback=pattern.fallback))
+    diag.states[pattern.id] = _state(outcomes)
+
+
+def escalate(evaluator: Evaluator, patterns: dict[str, Pattern], diag: PodDiagnosis) -> None:
+    """Apply each raised finding's ``escalate`` rule, in the container that raised it."""
+    for i, f in enumerate(diag.findings):
+        rule = patterns[f.id].escalate if f.id in patterns else None
+        if rule is None:
+            continue
+        ctx = next((c for c in diag.contexts if c.name == f.container), None)
+        if ctx is not None and evaluator.evaluate(rule.when, ctx, diag, f.id).true:
+            diag.findings[i] = dataclasses.replace(f, escalated=rule.verdict,
+                                                   escalation_note=rule.note)
+
+
+def diagnose(evaluator: Evaluator, patterns: tuple[Pattern, ...], diag: PodDiagnosis,
+             raised: dict[str, Severity] | None = None) -> None:
+    """All patterns on one pod: signatures first, then yields, then the fallbacks.
+
+    ``raised`` are findings taken as already raised, with their severity
+    (whole-rule examples use it).
+    """
+    raised = raised or {}
+    by_id = {p.id: p for p in patterns}
+    for fid in raised:
+        diag.states[fid] = Truth.TRUE
+    for pattern in patterns:
+        if not pattern.fallback:
+            apply(evaluator, pattern, diag)
+    found = {f.id for f in diag.findings} | set(raised)
+    diag.findings = [f for f in diag.findings if not set(by_id[f.id].yields_to) & found]
+    critical = (any(f.severity is Severity.CRITICAL for f in diag.findings)
+                or Severity.CRITICAL in raised.values())
+    for pattern in patterns:
+        if pattern.fallback:
+            if critical:
+                diag.states[pattern.id] = Truth.FALSE
+            else:
+                apply(evaluator, pattern, diag)
+    escalate(evaluator, by_id, diag)
+    diag.findings.sort(key=lambda f: (f.severity.rank, f.step))
+
+
+def classify(snapshot: Snapshot, patterns: tuple[Pattern, ...],
+             contexts: Callable[[Obj], list[ContainerContext]]) -> tuple[list[PodDiagnosis],
+                                                                        list[str]]:
+    """Every triaged pod of the snapshot, diagnosed."""
+    warnings: list[str] = []
+    evaluator = Evaluator(warnings)
+    pods: list[PodDiagnosis] = []
+    for pod in snapshot.pods():
+        diag = PodDiagnosis(pod, contexts(pod))
+        diagnose(evaluator, patterns, diag)
+        pods.append(diag)
+    return pods, warnings
+
+
+def verdict_of(f: Finding) -> Verdict | None:
+    """The verdict a finding gives its step: its escalation, else by severity; fallbacks none."""
+    if f.fallback:
+        return None
+    return f.escalated or f.severity.verdict

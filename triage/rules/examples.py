@@ -1,0 +1,161 @@
+"""Whole-rule examples: each pattern proves itself on small in-memory snapshots.
+
+An example in a pattern file is a pod (with a default vLLM container that
+requests one GPU, Running on a healthy GPU node), plus what the case needs:
+container status, log text, events, node fields, extra API objects, given
+facts and metrics, findings already raised, reads that failed. The pattern
+is evaluated exactly as in a scan, and the example says whether it must
+report (``reports: true``) or stay silent. ``vllm-triage patterns --test``
+and the test suite run them all.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from triage.facts import ContainerContext
+from triage.results import Severity
+from triage.rules.evaluate import Evaluator, PodDiagnosis, diagnose
+from triage.rules.language import Example, Pattern
+from triage.snapshot import ALL_KINDS, PREVIOUS, Obj, ReadFailure, Snapshot
+
+NAMESPACE, POD, CONTAINER, NODE = "llm", "vllm-0", "vllm", "gpu-node-1"
+
+_POD: Obj = {
+    "apiVersion": "v1", "kind": "Pod",
+    "metadata": {"name": POD, "namespace": NAMESPACE, "uid": "example-pod",
+                 "creationTimestamp": "2026-11-28T02:00:00Z"},
+    "spec": {
+        "nodeName": NODE,
+        "containers": [{
+            "name": CONTAINER, "image": "vllm/vllm-openai:v0.10.1.1",
+            "args": ["--model", "Qwen/Qwen3-8B"],
+            "resources": {"limits": {"nvidia.com/gpu": "1", "memory": "32Gi"},
+                          "requests": {"nvidia.com/gpu": "1", "memory": "32Gi"}},
+        }],
+    },
+    "status": {"phase": "Running"},
+}
+_STATUS: Obj = {
+    "name": CONTAINER, "image": "vllm/vllm-openai:v0.10.1.1", "ready": True, "started": True,
+    "restartCount": 0, "state": {"running": {"startedAt": "2026-11-28T02:00:05Z"}},
+    "lastState": {},
+}
+_NODE: Obj = {
+    "apiVersion": "v1", "kind": "Node",
+    "metadata": {"name": NODE, "labels": {"nvidia.com/gpu.product": "NVIDIA-L4"}},
+    "status": {
+        "capacity": {"nvidia.com/gpu": "1", "memory": "64Gi"},
+        "allocatable": {"nvidia.com/gpu": "1", "memory": "62Gi"},
+        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"},
+                       {"type": "DiskPressure", "status": "False",
+                        "reason": "KubeletHasNoDiskPressure"}],
+    },
+}
+
+
+def merge(base: Any, change: Any) -> Any:
+    """``change`` laid over ``base`` as a JSON merge patch (RFC 7386): mappings merge key by
+    key, ``null`` removes a key, anything else replaces."""
+    if isinstance(base, dict) and isinstance(change, dict):
+        out = dict(base)
+        for key, value in change.items():
+            if value is None:
+                out.pop(key, None)
+            else:
+                out[key] = merge(base.get(key), value) if key in base else copy.deepcopy(value)
+        return out
+    return copy.deepcopy(change)
+
+
+def _event(spec: dict[str, Any], index: int) -> Obj:
+    involved = spec.get("involvedObject") or {"kind": "Pod", "name": POD,
+                                               "namespace": NAMESPACE}
+    return {
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": f"example.{index}", "namespace": NAMESPACE},
+        "involvedObject": involved,
+        "reason": spec.get("reason", ""), "message": spec.get("message", ""),
+        "type": spec.get("type", "Warning"), "count": spec.get("count", 1),
+        "lastTimestamp": spec.get("lastTimestamp", "2026-11-28T02:10:00Z"),
+    }
+
+
+def build(example: Example) -> tuple[Snapshot, Obj, Obj]:
+    """The example's snapshot, its pod and the container under test."""
+    pod = copy.deepcopy(_POD)
+    pod = merge(pod, {k: v for k, v in example.pod.items() if k != "spec"})
+    spec = merge(pod["spec"], {k: v for k, v in (example.pod.get("spec") or {}).items()
+                               if k != "containers"})
+    container = merge(spec["containers"][0], example.container)
+    spec["containers"] = [container, *(example.pod.get("spec") or {}).get("containers", [])[1:]]
+    pod["spec"] = spec
+    status = {**_STATUS, **example.status, "name": container["name"]}
+    pod["status"] = {**pod.get("status", {}), "containerStatuses": [status]}
+    snap = Snapshot(context="example", namespace=NAMESPACE, collected_at="2026-11-28T03:00:00Z",
+                    tool_version="example")
+    snap.objects = {kind: [] for kind in ALL_KINDS}
+    snap.objects["pods"] = [pod]
+    if spec.get("nodeName"):
+        snap.objects["nodes"] = [merge(_NODE, {**example.node, "metadata": {
+            **_NODE["metadata"], **example.node.get("metadata", {}), "name": spec["nodeName"]}})]
+    snap.objects["events"] = [_event(e, i) for i, e in enumerate(example.events)]
+    for kind, items in example.objects.items():
+        snap.objects.setdefault(kind, []).extend(copy.deepcopy(items))
+    name = str(container["name"])
+    if example.log is not None:
+        snap.logs[(NAMESPACE, POD, name, "current")] = example.log
+    if example.previous_log is not None:
+        snap.logs[(NAMESPACE, POD, name, PREVIOUS)] = example.previous_log
+    for kind in example.unread:  # what could not be read is not there
+        snap.failures.append(ReadFailure(f"{kind} (example)", "403 Forbidden (example)", kind))
+        if kind == "logs":
+            snap.logs.clear()
+        elif kind != "metrics":
+            snap.objects[kind] = []
+    return snap, pod, container
+
+
+def given_metrics(example: Example) -> dict[str, float] | None:
+    return example.metrics or None if "metrics" not in example.unread else None
+
+
+@dataclass(frozen=True)
+class ExampleResult:
+    pattern: str
+    example: Example
+    reported: bool
+    unknown: str | None
+
+    @property
+    def ok(self) -> bool:
+        if self.example.reports is None:
+            return not self.reported and self.unknown is not None
+        return self.reported is self.example.reports and not (
+            not self.example.reports and self.unknown)
+
+    def describe(self) -> str:
+        want = {True: "report", False: "stay silent", None: "be unknown"}[self.example.reports]
+        got = ("reported" if self.reported else
+               f"could not be evaluated ({self.unknown})" if self.unknown else "stayed silent")
+        return f"{self.pattern}: example {self.example.name!r}: should {want}, {got}"
+
+
+def run_example(pattern: Pattern, example: Example,
+                severities: dict[str, Severity]) -> ExampleResult:
+    snap, pod, container = build(example)
+    ctx = ContainerContext(snap, pod, container, given=example.facts,
+                           given_metrics=given_metrics(example))
+    diag = PodDiagnosis(pod, [ctx])
+    raised = {fid: severities.get(fid, Severity.WARNING) for fid in example.findings}
+    diagnose(Evaluator([]), (pattern,), diag, raised)
+    unknown = next((u.reason for u in diag.unevaluated if u.pattern == pattern.id), None)
+    return ExampleResult(pattern.id, example, any(f.id == pattern.id for f in diag.findings),
+                         unknown)
+
+
+def run_examples(patterns: tuple[Pattern, ...]) -> list[ExampleResult]:
+    severities = {p.id: p.severity for p in patterns}
+    return [run_example(p, ex, severities) for p in patterns for ex in p.examples]

@@ -1,0 +1,186 @@
+"""The pattern language: conditions, comparisons, whole-rule examples, as typed objects.
+
+A pattern file names a finding (id, severity, title, checklist step,
+remediation) and a condition over what was collected. Conditions are a small
+tree: ``any`` / ``all`` / ``not`` over leaves, one leaf kind per kind of
+evidence (``log``, ``container``, ``pod``, ``node``, ``event``, ``fact``,
+``metric``, ``finding``, ``root_cause``). ``triage.rules.loader`` builds
+these from YAML and checks every name; ``triage.rules.evaluate`` runs them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from triage.results import Severity, Verdict
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL", "NONE")
+# By default a log leaf ignores lines that vLLM itself logged at INFO/DEBUG:
+# advisory lines ("If out-of-memory error occurs during cudagraph capture")
+# and argument dumps are not crashes.
+DEFAULT_LOG_LEVELS = ("WARNING", "ERROR", "CRITICAL", "NONE")
+STREAMS = ("current", "previous", "any")
+NUMERIC_OPS = ("gt", "gte", "lt", "lte")
+COMPARISONS = ("equals", "not_equals", "in", "not_in", "regex", *NUMERIC_OPS, "between",
+               "exists")
+EVENT_ABOUT = ("pod", "owner", "any")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    op: str
+    value: Any
+    # Compare against another fact's value instead of a constant: ``lt: {fact: NAME}``.
+    fact_ref: str | None = None
+
+
+@dataclass(frozen=True)
+class LogLeaf:
+    regex: Any  # compiled regex.Pattern
+    stream: str = "any"
+    levels: tuple[str, ...] = DEFAULT_LOG_LEVELS
+    tail: int | None = None  # only the last N lines of the stream
+    context: int = 1
+
+
+@dataclass(frozen=True)
+class FieldLeaf:
+    scope: str  # "container" | "pod" | "node"
+    field: str  # as written: lastState.terminated.reason, metadata.labels["nvidia.com/gpu"]
+    path: tuple[str, ...]  # the keys to follow
+    comparison: Comparison | None  # None: display the value when it is set
+
+
+@dataclass(frozen=True)
+class EventLeaf:
+    reason: Any | None
+    message: Any | None
+    type: str | None
+    about: str = "pod"
+
+
+@dataclass(frozen=True)
+class NodeConditionLeaf:
+    condition: str
+    status: str = "True"
+
+
+@dataclass(frozen=True)
+class FactLeaf:
+    name: str
+    comparison: Comparison | None  # None: display the fact
+
+
+@dataclass(frozen=True)
+class MetricLeaf:
+    name: str  # a derived metric, see triage.metrics.METRICS
+    comparison: Comparison | None  # None: display the value when /metrics has it
+
+
+@dataclass(frozen=True)
+class FindingLeaf:
+    """True when one of these findings was raised for the same pod."""
+
+    ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RootCauseLeaf:
+    """Always true when a log exists: shows the last error that is not a wrapper."""
+
+    skip: tuple[Any, ...]
+    lines: int = 8
+
+
+@dataclass(frozen=True)
+class AnyOf:
+    children: tuple[Condition, ...]
+
+
+@dataclass(frozen=True)
+class AllOf:
+    children: tuple[Condition, ...]
+
+
+@dataclass(frozen=True)
+class Not:
+    child: Condition
+
+
+Condition = (
+    AnyOf | AllOf | Not | LogLeaf | FieldLeaf | EventLeaf | NodeConditionLeaf | FactLeaf
+    | MetricLeaf | FindingLeaf | RootCauseLeaf
+)
+
+
+@dataclass(frozen=True)
+class Escalation:
+    """When ``when`` holds for the container that raised the finding, its step says ``verdict``."""
+
+    when: Condition
+    verdict: Verdict
+    note: str
+
+
+@dataclass(frozen=True)
+class Example:
+    """A whole-rule example: a small snapshot and whether the pattern reports on it."""
+
+    name: str
+    reports: bool | None  # None: the rule cannot be evaluated on this input (unknown)
+    log: str | None = None
+    previous_log: str | None = None
+    status: dict[str, Any] = field(default_factory=dict)  # containerStatus keys
+    pod: dict[str, Any] = field(default_factory=dict)  # deep-merged into the example pod
+    container: dict[str, Any] = field(default_factory=dict)  # deep-merged into its container
+    events: tuple[dict[str, Any], ...] = ()
+    node: dict[str, Any] = field(default_factory=dict)  # deep-merged into the example node
+    objects: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)  # given facts, not computed
+    metrics: dict[str, float] = field(default_factory=dict)  # given derived metrics
+    findings: tuple[str, ...] = ()  # findings already raised on the pod
+    unread: tuple[str, ...] = ()  # kinds whose read failed (logs, events, metrics, ...)
+
+
+@dataclass(frozen=True)
+class Pattern:
+    id: str
+    severity: Severity
+    title: str
+    step: int
+    remediation: str
+    when: Condition
+    source: str
+    summary: str = ""
+    show: tuple[Condition, ...] = ()
+    fallback: bool = False
+    # Findings this one stands back for: when any of them is found for the
+    # same pod, this one is dropped (a more specific explanation won).
+    yields_to: tuple[str, ...] = ()
+    escalate: Escalation | None = None
+    examples: tuple[Example, ...] = ()
+    references: tuple[str, ...] = ()
+
+    def finding_refs(self) -> set[str]:
+        """Finding ids this pattern's conditions look at (it is evaluated after them)."""
+        conds: list[Condition] = [self.when, *self.show]
+        if self.escalate is not None:
+            conds.append(self.escalate.when)
+        found: set[str] = set()
+        for cond in conds:
+            for leaf in walk(cond, into_not=True):
+                if isinstance(leaf, FindingLeaf):
+                    found.update(leaf.ids)
+        return found
+
+
+def walk(cond: Condition, into_not: bool = False) -> list[Condition]:
+    """Every node of a condition tree, depth first."""
+    out: list[Condition] = [cond]
+    if isinstance(cond, (AnyOf, AllOf)):
+        for child in cond.children:
+            out += walk(child, into_not)
+    elif isinstance(cond, Not) and into_not:
+        out += walk(cond.child, into_not)
+    return out

@@ -1,0 +1,507 @@
+"""Pattern files: YAML under ``patterns/``, loaded and checked here.
+
+Every name a pattern uses is checked when it is loaded: facts against
+``triage.facts.REGISTRY``, metrics against ``triage.metrics.METRICS``, API
+fields against ``triage.rules.fields.SCHEMA``, and finding ids against the
+other patterns. A mistake is a ``PatternError`` naming the file and the
+field path (``when.any[2].fact.name``); that pattern is skipped and the
+others still run.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import regex
+import yaml
+
+from triage.facts import REGISTRY as FACTS
+from triage.metrics import METRICS
+from triage.results import Severity, Verdict
+from triage.rules.fields import check_path, parse_path
+from triage.rules.language import (
+    COMPARISONS,
+    DEFAULT_LOG_LEVELS,
+    EVENT_ABOUT,
+    LOG_LEVELS,
+    NUMERIC_OPS,
+    STREAMS,
+    AllOf,
+    AnyOf,
+    Comparison,
+    Condition,
+    Escalation,
+    EventLeaf,
+    Example,
+    FactLeaf,
+    FieldLeaf,
+    FindingLeaf,
+    LogLeaf,
+    MetricLeaf,
+    NodeConditionLeaf,
+    Not,
+    Pattern,
+    RootCauseLeaf,
+)
+
+REGEX_FLAGS = regex.VERSION1 | regex.MULTILINE
+# libyaml's loader when PyYAML was built with it: loading every pattern file
+# is most of a small scan's start-up otherwise.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_LEAF_KINDS = ("any", "all", "not", "log", "container", "pod", "event", "node", "fact",
+               "metric", "finding", "root_cause")
+
+
+class PatternError(ValueError):
+    """A pattern file is malformed; the message names the file and the field."""
+
+    def __init__(self, source: str, where: str, problem: str) -> None:
+        super().__init__(f"{source}: {where}: {problem}")
+        self.source = source
+        self.where = where
+        self.problem = problem
+
+
+_ID = regex.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+_TOP_KEYS = {
+    "id", "severity", "title", "step", "remediation", "when", "summary", "show", "fallback",
+    "yields_to", "escalate", "examples", "references",
+}
+_EXAMPLE_KEYS = {"name", "reports", "log", "previous_log", "status", "pod", "container",
+                 "events", "node", "objects", "facts", "metrics", "findings", "unread"}
+_UNREAD_KINDS = ("logs", "events", "metrics", "nodes", "configmaps", "services",
+                 "replicasets", "deployments", "statefulsets", "horizontalpodautoscalers",
+                 "inferenceservices", "persistentvolumeclaims")
+
+
+class _Reader:
+    """Validates one file, keeping the path of the field being read for errors."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, where: str, problem: str) -> PatternError:
+        return PatternError(self.source, where, problem)
+
+    def string(self, data: dict[str, Any], key: str, where: str, required: bool = True) -> str:
+        value = data.get(key)
+        if value is None:
+            if required:
+                raise self.fail(f"{where}{key}", "missing")
+            return ""
+        if not isinstance(value, str) or not value.strip():
+            raise self.fail(f"{where}{key}", f"must be a non-empty string, got {value!r}")
+        return value
+
+    def compile(self, pattern: Any, where: str) -> Any:
+        if not isinstance(pattern, str) or not pattern:
+            raise self.fail(where, f"must be a regular expression string, got {pattern!r}")
+        try:
+            return regex.compile(pattern, REGEX_FLAGS)
+        except regex.error as exc:
+            raise self.fail(where, f"invalid regular expression: {exc}") from None
+
+    def comparison(self, data: dict[str, Any], where: str, allowed_extra: set[str],
+                   display_ok: bool) -> Comparison | None:
+        unknown = set(data) - set(COMPARISONS) - allowed_extra
+        if unknown:
+            raise self.fail(f"{where}.{sorted(unknown)[0]}", "unknown key; expected one of "
+                            f"{', '.join(COMPARISONS)}")
+        ops = [k for k in data if k in COMPARISONS]
+        if not ops:
+            if display_ok:
+                return None
+            raise self.fail(where, f"needs one of {', '.join(COMPARISONS)} (a leaf without a "
+                            "comparison only displays a value, under show)")
+        if len(ops) != 1:
+            raise self.fail(where, f"needs exactly one of {', '.join(COMPARISONS)}")
+        op = ops[0]
+        value = data[op]
+        at = f"{where}.{op}"
+        if op == "regex":
+            return Comparison(op, self.compile(value, at))
+        if op in ("in", "not_in"):
+            if not isinstance(value, list):
+                raise self.fail(at, "must be a list")
+            return Comparison(op, tuple(value))
+        if op == "exists":
+            if not isinstance(value, bool):
+                raise self.fail(at, "must be true or false")
+            return Comparison(op, value)
+        if op == "between":
+            if (not isinstance(value, list) or len(value) != 2
+                    or not all(_is_number(v) for v in value) or value[0] > value[1]):
+                raise self.fail(at, "must be [low, high], two numbers, low <= high")
+            return Comparison(op, (float(value[0]), float(value[1])))
+        if op in NUMERIC_OPS:
+            if isinstance(value, dict):
+                if set(value) != {"fact"} or not isinstance(value["fact"], str):
+                    raise self.fail(at, "must be a number or {fact: NAME}")
+                self.fact_name(value["fact"], f"{at}.fact")
+                return Comparison(op, None, fact_ref=value["fact"])
+            if not _is_number(value):
+                raise self.fail(at, "must be a number or {fact: NAME}")
+            return Comparison(op, float(value))
+        return Comparison(op, value)
+
+    def fact_name(self, name: Any, where: str) -> str:
+        if not isinstance(name, str) or name not in FACTS:
+            raise self.fail(where, f"unknown fact {name!r}; `vllm-triage patterns --facts` "
+                            "lists them")
+        return name
+
+    def metric_name(self, name: Any, where: str) -> str:
+        if not isinstance(name, str) or name not in METRICS:
+            raise self.fail(where, f"unknown metric {name!r}; `vllm-triage patterns --facts` "
+                            "lists them")
+        return name
+
+    def field_leaf(self, scope: str, body: dict[str, Any], at: str,
+                   display_ok: bool) -> FieldLeaf:
+        text = self.string(body, "field", f"{at}.")
+        path = parse_path(text)
+        if path is None:
+            raise self.fail(f"{at}.field", f"{text!r} is not a dotted path (write keys that "
+                            "hold dots in brackets: metadata.labels[\"nvidia.com/gpu.product\"])")
+        problem = check_path(scope, path)
+        if problem:
+            raise self.fail(f"{at}.field", problem)
+        return FieldLeaf(scope, text, path, self.comparison(body, at, {"field"}, display_ok))
+
+    def condition(self, data: Any, where: str, display_ok: bool = False) -> Condition:
+        if not isinstance(data, dict) or len(data) != 1:
+            raise self.fail(where, "a condition is a mapping with exactly one key ("
+                            + ", ".join(_LEAF_KINDS) + ")")
+        ((kind, body),) = data.items()
+        at = f"{where}.{kind}"
+        if kind in ("any", "all"):
+            if not isinstance(body, list) or not body:
+                raise self.fail(at, "must be a non-empty list of conditions")
+            children = tuple(self.condition(c, f"{at}[{i}]", display_ok)
+                             for i, c in enumerate(body))
+            return AnyOf(children) if kind == "any" else AllOf(children)
+        if kind == "not":
+            return Not(self.condition(body, at))
+        if kind == "finding":
+            ids = [body] if isinstance(body, str) else body
+            if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
+                raise self.fail(at, "must be a finding id or a list of them")
+            return FindingLeaf(tuple(ids))
+        if kind in ("fact", "metric") and isinstance(body, str):
+            body = {"name": body}  # `fact: NAME` displays the fact
+        if not isinstance(body, dict):
+            raise self.fail(at, "must be a mapping")
+        if kind == "log":
+            return self.log_leaf(body, at)
+        if kind in ("container", "pod"):
+            return self.field_leaf(kind, body, at, display_ok)
+        if kind == "event":
+            unknown = set(body) - {"reason", "message", "type", "about"}
+            if unknown:
+                raise self.fail(f"{at}.{sorted(unknown)[0]}", "unknown key")
+            if "reason" not in body and "message" not in body:
+                raise self.fail(at, "needs reason or message")
+            about = body.get("about", "pod")
+            if about not in EVENT_ABOUT:
+                raise self.fail(f"{at}.about", f"must be one of {', '.join(EVENT_ABOUT)}")
+            return EventLeaf(
+                reason=self.compile(body["reason"], f"{at}.reason") if "reason" in body else None,
+                message=self.compile(body["message"], f"{at}.message")
+                if "message" in body else None,
+                type=body.get("type"),
+                about=about,
+            )
+        if kind == "node":
+            if "condition" in body:
+                unknown = set(body) - {"condition", "status"}
+                if unknown:
+                    raise self.fail(f"{at}.{sorted(unknown)[0]}", "unknown key")
+                return NodeConditionLeaf(str(body["condition"]), str(body.get("status", "True")))
+            return self.field_leaf("node", body, at, display_ok)
+        if kind == "fact":
+            name = self.fact_name(body.get("name"), f"{at}.name")
+            return FactLeaf(name, self.comparison(body, at, {"name"}, display_ok))
+        if kind == "metric":
+            name = self.metric_name(body.get("name"), f"{at}.name")
+            return MetricLeaf(name, self.comparison(body, at, {"name"}, display_ok))
+        if kind == "root_cause":
+            if not display_ok:
+                raise self.fail(at, "root_cause only displays evidence: use it under show")
+            skip = body.get("skip", [])
+            if not isinstance(skip, list):
+                raise self.fail(f"{at}.skip", "must be a list of regular expressions")
+            lines = body.get("lines", 8)
+            if not isinstance(lines, int) or lines < 1:
+                raise self.fail(f"{at}.lines", "must be a positive integer")
+            return RootCauseLeaf(
+                tuple(self.compile(s, f"{at}.skip[{i}]") for i, s in enumerate(skip)), lines
+            )
+        raise self.fail(at, "unknown condition kind; expected one of " + ", ".join(_LEAF_KINDS))
+
+    def log_leaf(self, body: dict[str, Any], at: str) -> LogLeaf:
+        unknown = set(body) - {"regex", "stream", "levels", "tail", "context"}
+        if unknown:
+            raise self.fail(f"{at}.{sorted(unknown)[0]}", "unknown key")
+        stream = body.get("stream", "any")
+        if stream not in STREAMS:
+            raise self.fail(f"{at}.stream", f"must be one of {', '.join(STREAMS)}")
+        levels_raw = body.get("levels", list(DEFAULT_LOG_LEVELS))
+        if levels_raw == "any":
+            levels = LOG_LEVELS
+        elif isinstance(levels_raw, list) and all(lv in LOG_LEVELS for lv in levels_raw):
+            levels = tuple(levels_raw)
+        else:
+            raise self.fail(f"{at}.levels", f"must be 'any' or a list of {', '.join(LOG_LEVELS)}")
+        tail = body.get("tail")
+        if tail is not None and (not isinstance(tail, int) or tail < 1):
+            raise self.fail(f"{at}.tail", "must be a positive integer")
+        context = body.get("context", 1)
+        if not isinstance(context, int) or not 0 <= context <= 10:
+            raise self.fail(f"{at}.context", "must be an integer from 0 to 10")
+        return LogLeaf(
+            regex=self.compile(body.get("regex"), f"{at}.regex"),
+            stream=stream, levels=levels, tail=tail, context=context,
+        )
+
+    def escalation(self, data: Any) -> Escalation | None:
+        if data is None:
+            return None
+        if not isinstance(data, dict) or set(data) - {"when", "verdict", "note"}:
+            raise self.fail("escalate", "must be a mapping with when, verdict and note")
+        verdict = data.get("verdict")
+        if verdict not in ("fail", "warn"):
+            raise self.fail("escalate.verdict", "must be fail or warn")
+        if "when" not in data:
+            raise self.fail("escalate.when", "missing")
+        return Escalation(self.condition(data["when"], "escalate.when"), Verdict(verdict),
+                          self.string(data, "note", "escalate."))
+
+    def examples(self, data: Any) -> tuple[Example, ...]:
+        if data is None:
+            return ()
+        if not isinstance(data, list):
+            raise self.fail("examples", "must be a list of whole-rule examples (each a small "
+                            "snapshot with reports: true or false); see patterns/README.md")
+        out: list[Example] = []
+        for i, case in enumerate(data):
+            at = f"examples[{i}]"
+            if not isinstance(case, dict):
+                raise self.fail(at, "must be a mapping")
+            unknown = set(case) - _EXAMPLE_KEYS
+            if unknown:
+                raise self.fail(f"{at}.{sorted(unknown)[0]}", "unknown key; expected one of "
+                                + ", ".join(sorted(_EXAMPLE_KEYS)))
+            name = self.string(case, "name", f"{at}.")
+            reports = case.get("reports")
+            if not isinstance(reports, bool) and reports != "unknown":
+                raise self.fail(f"{at}.reports", "must be true (the pattern reports this), "
+                                "false (it stays silent) or unknown (it cannot be evaluated)")
+            maps = {}
+            for key in ("status", "pod", "container", "node", "facts", "metrics", "objects"):
+                value = case.get(key) or {}
+                if not isinstance(value, dict):
+                    raise self.fail(f"{at}.{key}", "must be a mapping")
+                maps[key] = value
+            for fname in maps["facts"]:
+                self.fact_name(fname, f"{at}.facts.{fname}")
+            for mname, mvalue in maps["metrics"].items():
+                self.metric_name(mname, f"{at}.metrics.{mname}")
+                if not _is_number(mvalue):
+                    raise self.fail(f"{at}.metrics.{mname}", "must be a number")
+            for kind, items in maps["objects"].items():
+                if not isinstance(items, list) or not all(isinstance(o, dict) for o in items):
+                    raise self.fail(f"{at}.objects.{kind}", "must be a list of API objects")
+            events = case.get("events") or []
+            if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
+                raise self.fail(f"{at}.events", "must be a list of events (reason, message, "
+                                "type, about)")
+            findings = case.get("findings") or []
+            if not isinstance(findings, list) or not all(isinstance(f, str) for f in findings):
+                raise self.fail(f"{at}.findings", "must be a list of finding ids")
+            unread = case.get("unread") or []
+            if not isinstance(unread, list) or any(k not in _UNREAD_KINDS for k in unread):
+                raise self.fail(f"{at}.unread", "must be a list of: " + ", ".join(_UNREAD_KINDS))
+            logs: dict[str, list[str | None]] = {}
+            for key in ("log", "previous_log"):
+                value = case.get(key)
+                if value is None:
+                    logs[key] = [None]
+                elif isinstance(value, str):
+                    logs[key] = [value]
+                elif isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+                    logs[key] = list(value)  # each item is a case of its own
+                else:
+                    raise self.fail(f"{at}.{key}", "must be a log text, or a list of texts "
+                                    "each tried as its own case")
+            for log in logs["log"]:
+                for previous in logs["previous_log"]:
+                    out.append(Example(
+                        name=name, reports=reports if isinstance(reports, bool) else None,
+                        log=log, previous_log=previous,
+                        status=maps["status"], pod=maps["pod"], container=maps["container"],
+                        events=tuple(events), node=maps["node"], objects=maps["objects"],
+                        facts=maps["facts"], metrics={k: float(v) for k, v in
+                                                      maps["metrics"].items()},
+                        findings=tuple(findings), unread=tuple(unread)))
+        return tuple(out)
+
+    def pattern(self, data: Any) -> Pattern:
+        if not isinstance(data, dict):
+            raise self.fail("(top)", "a pattern file holds one mapping")
+        unknown = set(data) - _TOP_KEYS
+        if unknown:
+            raise self.fail(sorted(unknown)[0], "unknown field")
+        pid = self.string(data, "id", "")
+        if not _ID.match(pid):
+            raise self.fail("id", f"must be lower-case words joined by '-', got {pid!r}")
+        severity = self.string(data, "severity", "")
+        if severity not in [s.value for s in Severity]:
+            raise self.fail("severity", "must be one of "
+                            + ", ".join(s.value for s in Severity))
+        step = data.get("step")
+        if not isinstance(step, int) or isinstance(step, bool) or not 1 <= step <= 10:
+            raise self.fail("step", f"must be a checklist step from 1 to 10, got {step!r}")
+        if "when" not in data:
+            raise self.fail("when", "missing")
+        show_raw = data.get("show", [])
+        if not isinstance(show_raw, list):
+            raise self.fail("show", "must be a list of conditions")
+        yields = data.get("yields_to", [])
+        if not isinstance(yields, list) or not all(isinstance(x, str) for x in yields):
+            raise self.fail("yields_to", "must be a list of finding ids")
+        refs = data.get("references", [])
+        if not isinstance(refs, list):
+            raise self.fail("references", "must be a list")
+        return Pattern(
+            id=pid,
+            severity=Severity(severity),
+            title=self.string(data, "title", ""),
+            step=step,
+            remediation=self.string(data, "remediation", "").strip(),
+            summary=self.string(data, "summary", "", required=False).strip(),
+            when=self.condition(data["when"], "when"),
+            show=tuple(self.condition(c, f"show[{i}]", display_ok=True)
+                       for i, c in enumerate(show_raw)),
+            fallback=bool(data.get("fallback", False)),
+            yields_to=tuple(yields),
+            escalate=self.escalation(data.get("escalate")),
+            examples=self.examples(data.get("examples")),
+            references=tuple(str(r) for r in refs),
+            source=self.source,
+        )
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def parse_pattern(text: str, source: str) -> Pattern:
+    reader = _Reader(source)
+    try:
+        data = yaml.load(text, Loader=_YAML_LOADER)  # a SafeLoader: no arbitrary objects
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else "(file)"
+        problem = getattr(exc, "problem", exc)
+        raise PatternError(source, where, f"not valid YAML: {problem}") from None
+    return reader.pattern(data)
+
+
+def builtin_dir() -> Path:
+    """The shipped patterns: the installed triage.builtin_patterns package, or the source tree."""
+    # A data-only namespace package: find_spec knows where it lives, in a wheel
+    # and in an editable install alike.
+    try:
+        spec = importlib.util.find_spec("triage.builtin_patterns")
+    except (ImportError, ValueError):
+        spec = None
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(location)
+        if any(path.glob("*.yaml")):
+            return path
+    return Path(__file__).resolve().parent.parent.parent / "patterns"
+
+
+@dataclass(frozen=True)
+class PatternSet:
+    patterns: tuple[Pattern, ...]  # in evaluation order: a pattern after those it refers to
+    errors: tuple[PatternError, ...]
+
+    def by_id(self) -> dict[str, Pattern]:
+        return {p.id: p for p in self.patterns}
+
+
+def load_patterns(extra_dirs: Iterable[Path] = ()) -> PatternSet:
+    """Load the built-in patterns and any extra directories.
+
+    A file that fails to parse is reported and skipped; the rest still run.
+    A later file with the same id replaces an earlier one, so a team can
+    override a shipped pattern from its own directory.
+    """
+    by_id: dict[str, Pattern] = {}
+    errors: list[PatternError] = []
+    for directory in (builtin_dir(), *extra_dirs):
+        if not directory.is_dir():
+            errors.append(PatternError(str(directory), "(directory)", "not a directory"))
+            continue
+        for path in sorted(directory.glob("*.y*ml")):
+            try:
+                text = path.read_text(encoding="utf-8")
+                pattern = parse_pattern(text, _display(path))
+            except PatternError as exc:
+                errors.append(exc)
+                continue
+            except (OSError, UnicodeDecodeError) as exc:
+                errors.append(PatternError(_display(path), "(file)", f"unreadable: {exc}"))
+                continue
+            by_id[pattern.id] = pattern
+    return resolve(by_id, errors)
+
+
+def resolve(by_id: dict[str, Pattern], errors: list[PatternError] | None = None) -> PatternSet:
+    """Check the ids patterns refer to and order them so a pattern follows those it reads."""
+    errors = list(errors or [])
+    changed = True
+    while changed:  # dropping a pattern can orphan another that refers to it
+        changed = False
+        for pid, p in sorted(by_id.items()):
+            for where, ids in (("yields_to", set(p.yields_to)), ("finding", p.finding_refs())):
+                missing = sorted(ids - set(by_id))
+                if missing:
+                    errors.append(PatternError(p.source, where, f"unknown finding id "
+                                               f"{missing[0]!r}"))
+                    del by_id[pid]
+                    changed = True
+                    break
+    ordered: list[Pattern] = []
+    state: dict[str, int] = {}  # 1 visiting, 2 done
+
+    def visit(p: Pattern, trail: tuple[str, ...]) -> bool:
+        if state.get(p.id) == 2:
+            return True
+        if state.get(p.id) == 1:
+            errors.append(PatternError(p.source, "finding", "patterns refer to each other in "
+                                       "a cycle: " + " -> ".join((*trail, p.id))))
+            return False
+        state[p.id] = 1
+        ok = all(visit(by_id[ref], (*trail, p.id)) for ref in sorted(p.finding_refs())
+                 if ref in by_id)
+        state[p.id] = 2
+        if ok:
+            ordered.append(p)
+        return ok
+
+    for p in sorted(by_id.values(), key=lambda p: (p.step, p.id)):
+        visit(p, ())
+    return PatternSet(tuple(ordered), tuple(errors))
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
