@@ -1,0 +1,231 @@
+"""Every fact measures: a value (with its unit) and the evidence it came from.
+
+One table of cases per fact, on small in-memory pods; a test checks that
+every registered fact has cases here, and that a fact whose input was not
+read is unknown with the reason, never a default.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.unit import OWNED_POD, context, deployment_objects, example, hpa
+from triage.facts import REGISTRY, ContainerContext
+from triage.rules.examples import build
+
+CRASHED = {"state": {"waiting": {"reason": "CrashLoopBackOff"}},
+           "lastState": {"terminated": {"reason": "OOMKilled", "exitCode": 137,
+                                        "finishedAt": "2026-11-28T03:00:00Z"}},
+           "restartCount": 3}
+V1_START = """\
+(APIServer pid=1) INFO 11-28 02:40:01 [api_server.py:1805] vLLM API server version 0.10.1.1
+(APIServer pid=1) INFO 11-28 02:40:09 [__init__.py:1750] Using max model len 32768
+(EngineCore_0 pid=270) INFO 11-28 02:40:11 [config.py:2434] Chunked prefill is enabled with max_num_batched_tokens=8192.
+model-00001-of-00004.safetensors:  41%|████      | 2.04G/4.98G [00:31<00:45, 65.2MB/s]
+(EngineCore_0 pid=270) INFO 11-28 02:40:31 [kv_cache_utils.py:849] GPU KV cache size: 44,416 tokens
+(EngineCore_0 pid=270) INFO 11-28 02:40:31 [kv_cache_utils.py:853] Maximum concurrency for 32,768 tokens per request: 1.36x
+(APIServer pid=1) INFO 11-28 02:41:36 [api_server.py:1880] Starting vLLM API server 0 on http://0.0.0.0:8000
+"""
+V0_BLOCKS = "INFO 01-11 15:51:18 llm_engine.py:275] # GPU blocks: 229, # CPU blocks: 512\n"
+PROBE = {"httpGet": {"path": "/health", "port": 8000}}
+ISVC_POD = {"metadata": {"labels": {"serving.kserve.io/inferenceservice": "qwen-chat"}}}
+
+
+def isvc(predictor: dict[str, Any] | None = None,
+         annotations: dict[str, str] | None = None) -> dict[str, list[dict[str, Any]]]:
+    return {"inferenceservices": [{
+        "metadata": {"name": "qwen-chat", "namespace": "llm", "annotations": annotations or {}},
+        "spec": {"predictor": predictor or {}}}]}
+
+
+SERVICE_VLLM = {"services": [{"metadata": {"name": "vllm", "namespace": "llm"},
+                              "spec": {"clusterIP": "10.96.41.17",
+                                       "ports": [{"port": 8000, "protocol": "TCP"}]}}]}
+WAITING_HPA = [{"type": "Pods", "pods": {"metric": {"name": "vllm:num_requests_waiting"},
+                                         "target": {"type": "AverageValue",
+                                                    "averageValue": "4"}}}]
+RUNNING_HPA = [{"type": "Pods", "pods": {"metric": {"name": "vllm:num_requests_running"},
+                                         "target": {"type": "AverageValue",
+                                                    "averageValue": "8"}}}]
+WITH_HPA = {**deployment_objects(), "horizontalpodautoscalers": [hpa(WAITING_HPA)]}
+
+# fact -> [(example keys, expected value)]; value "UNKNOWN" means unknown, not measured.
+CASES: dict[str, list[tuple[dict[str, Any], Any]]] = {
+    "gpu_request": [({}, 1),
+                    ({"container": {"resources": {"limits": {"nvidia.com/gpu": "4"}}}}, 4),
+                    ({"container": {"resources": {"limits": {"nvidia.com/gpu": None},
+                                                  "requests": {"nvidia.com/gpu": None}}}}, 0)],
+    "tensor_parallel_size": [({}, 1), ({"container": {"args": ["serve", "m", "-tp", "2"]}}, 1),
+                             ({"container": {"args": ["--tensor-parallel-size=4"]}}, 4)],
+    "pipeline_parallel_size": [({}, 1),
+                               ({"container": {"args": ["--pipeline-parallel-size", "2"]}}, 2)],
+    "shm_memory_backed": [
+        ({}, False),
+        ({"pod": {"spec": {"hostIPC": True}}}, True),
+        ({"container": {"volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}]},
+          "pod": {"spec": {"volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]}}},
+         True),
+        ({"container": {"volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}]},
+          "pod": {"spec": {"volumes": [{"name": "dshm", "emptyDir": {}}]}}}, False)],
+    "memory_limit": [({}, "32Gi"), ({"container": {"resources": {"limits": {"memory": None}}}},
+                                     None)],
+    "restart_count": [({}, 0), ({"status": CRASHED}, 3)],
+    "last_exit_code": [({}, None), ({"status": CRASHED}, 137)],
+    "last_termination_reason": [({}, None), ({"status": CRASHED}, "OOMKilled")],
+    "container_started": [
+        ({}, True), ({"status": CRASHED}, True),
+        ({"status": {"state": {"waiting": {"reason": "ContainerCreating"}}}}, False)],
+    "container_state": [({}, "running"), ({"status": CRASHED}, "waiting")],
+    "logs_read": [({}, []), ({"log": "x", "previous_log": "y"}, ["current", "previous"])],
+    "log_lines_read": [({"log": "a\n\nb\n"}, 2), ({}, 0)],
+    "pod_state": [({}, "Running"), ({"status": CRASHED}, "CrashLoopBackOff")],
+    "unschedulable_message": [
+        ({}, None),
+        ({"pod": {"status": {"conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+             "message": "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."}]}}},
+         "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.")],
+    "node_disk_pressure": [
+        ({}, "False"),
+        ({"pod": {"spec": {"nodeName": None}}}, None),
+        ({"unread": ["nodes"], "pod": {"spec": {"nodeName": "gone"}}}, "UNKNOWN")],
+    "image_tag": [({}, "v0.10.1.1"), ({"container": {"image": "vllm/vllm-openai"}}, None),
+                  ({"container": {"image": "reg:5000/vllm/vllm-openai:latest"}}, "latest")],
+    "image_pinned_by_digest": [({}, False),
+                               ({"container": {"image": "vllm/vllm-openai@sha256:abc"}}, True)],
+    "service_link_vllm_port": [
+        ({}, None),
+        ({"objects": SERVICE_VLLM}, "tcp://10.96.41.17:8000"),
+        ({"objects": SERVICE_VLLM, "pod": {"spec": {"enableServiceLinks": False}}}, None),
+        ({"unread": ["services"]}, "UNKNOWN")],
+    "metrics_models": [({}, []), ({"unread": ["metrics"]}, "UNKNOWN")],
+    "gpu_memory_utilization": [
+        ({}, 0.9),
+        ({"container": {"args": ["--gpu-memory-utilization", "0.98"]}}, 0.98),
+        ({"container": {"args": ["--config", "/etc/vllm/c.yaml"],
+                        "volumeMounts": [{"name": "cfg", "mountPath": "/etc/vllm"}]},
+          "pod": {"spec": {"volumes": [{"name": "cfg", "configMap": {"name": "vllm-cfg"}}]}},
+          "objects": {"configmaps": [{"metadata": {"name": "vllm-cfg", "namespace": "llm"},
+                                      "data": {"c.yaml": "gpu_memory_utilization: 0.95\n"}}]}},
+         0.95),
+        ({"container": {"args": ["--config", "/etc/vllm/c.yaml"],
+                        "volumeMounts": [{"name": "cfg", "mountPath": "/etc/vllm"}]},
+          "pod": {"spec": {"volumes": [{"name": "cfg", "configMap": {"name": "vllm-cfg"}}]}},
+          "unread": ["configmaps"]}, "UNKNOWN")],
+    "max_model_len_set": [({}, False), ({"container": {"args": ["--max-model-len", "8k"]}}, True)],
+    "max_model_len": [({"log": V1_START}, 32768),
+                      ({"container": {"args": ["--max-model-len", "16384"]}}, 16384),
+                      ({}, None), ({"unread": ["logs"]}, "UNKNOWN")],
+    "kv_cache_tokens": [({"log": V1_START}, 44416), ({"log": V0_BLOCKS}, 229 * 16), ({}, None)],
+    "max_concurrency": [({"log": V1_START}, 1.36), ({}, None)],
+    "max_model_len_over_kv_cache": [({"log": V1_START}, pytest.approx(32768 / 44416)),
+                                    ({}, None)],
+    "max_num_batched_tokens": [
+        ({"log": V1_START}, 8192),
+        ({"container": {"args": ["--max-num-batched-tokens", "4096"]}}, 4096), ({}, None)],
+    "batched_tokens_over_prompt_p99": [
+        ({"log": V1_START, "metrics": {"prompt_len_p99": 1024}}, 8.0),
+        ({"log": V1_START}, None)],
+    "observed_startup_seconds": [({"log": V1_START}, 95.0), ({}, None),
+                                 ({"unread": ["logs"]}, "UNKNOWN")],
+    "weights_downloaded": [({"log": V1_START}, True), ({}, False)],
+    "model_cache_volume": [
+        ({}, "container"),
+        ({"container": {"args": ["--model", "/models/qwen"]}}, "local"),
+        ({"container": {"env": [{"name": "HF_HOME", "value": "/models"}],
+                        "volumeMounts": [{"name": "m", "mountPath": "/models"}]},
+          "pod": {"spec": {"volumes": [{"name": "m", "persistentVolumeClaim": {
+              "claimName": "hf"}}]}}}, "pvc"),
+        ({"container": {"volumeMounts": [{"name": "c", "mountPath": "/root/.cache"}]},
+          "pod": {"spec": {"volumes": [{"name": "c", "emptyDir": {}}]}}}, "emptyDir")],
+    "has_startup_probe": [({}, False), ({"container": {"startupProbe": PROBE}}, True)],
+    "load_probe": [({}, None), ({"container": {"livenessProbe": PROBE}}, "livenessProbe"),
+                   ({"container": {"livenessProbe": PROBE, "startupProbe": PROBE}},
+                    "startupProbe")],
+    "load_probe_budget_seconds": [
+        ({}, None),
+        ({"container": {"livenessProbe": {**PROBE, "initialDelaySeconds": 30}}}, 60),
+        ({"container": {"startupProbe": {**PROBE, "failureThreshold": 60}}}, 600)],
+    "liveness_probe": [({}, None), ({"container": {"livenessProbe": PROBE}},
+                                    "initialDelaySeconds 0, periodSeconds 10, timeoutSeconds 1, "
+                                    "failureThreshold 3")],
+    "liveness_timeout_seconds": [({}, None), ({"container": {"livenessProbe": PROBE}}, 1),
+                                 ({"container": {"livenessProbe": {**PROBE,
+                                                                   "timeoutSeconds": 5}}}, 5)],
+    "autoscalers": [({}, []), ({"pod": OWNED_POD, "objects": WITH_HPA},
+                               ["HPA vllm-qwen -> Deployment/vllm-qwen: replicas 1-4, Pods "
+                                "vllm:num_requests_waiting target 4"]),
+                    ({"unread": ["horizontalpodautoscalers"]}, "UNKNOWN")],
+    "autoscaler_metrics": [
+        ({}, []),
+        ({"pod": OWNED_POD, "objects": WITH_HPA}, ["vllm:num_requests_waiting"]),
+        ({"pod": OWNED_POD, "objects": {**deployment_objects(),
+                                        "horizontalpodautoscalers": [hpa()]}}, ["cpu"]),
+        ({"pod": ISVC_POD, "objects": isvc()}, ["concurrency"])],
+    "autoscale_target_over_capacity": [
+        ({"pod": OWNED_POD, "log": V1_START, "objects": {
+            **deployment_objects(), "horizontalpodautoscalers": [hpa(RUNNING_HPA)]}},
+         pytest.approx(8 / 1.36)),
+        ({}, None)],
+    "min_replicas": [({}, None), ({"pod": ISVC_POD, "objects": isvc({"minReplicas": 0})}, 0),
+                     ({"pod": ISVC_POD, "objects": isvc()}, 1),
+                     ({"pod": OWNED_POD, "objects": {**deployment_objects(),
+                                                     "horizontalpodautoscalers": [
+                                                         hpa(min_replicas=2)]}}, 2)],
+    "workload_replicas": [({}, None), ({"pod": OWNED_POD, "objects": deployment_objects(3)}, 3)],
+    "rollout_max_surge_pods": [
+        ({}, None),
+        ({"pod": OWNED_POD, "objects": deployment_objects(1)}, 1),
+        ({"pod": OWNED_POD, "objects": deployment_objects(
+            4, {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0}})}, 0),
+        ({"pod": OWNED_POD, "objects": deployment_objects(1, {"type": "Recreate"})}, 0)],
+    "other_revision_pods_running": [
+        ({"pod": OWNED_POD, "objects": {**deployment_objects(), "pods": [
+            {"metadata": {"name": "old", "namespace": "llm", "ownerReferences": [
+                {"kind": "ReplicaSet", "name": "vllm-qwen-1", "controller": True}]},
+             "status": {"phase": "Running"}}]}}, 1),
+        ({"pod": OWNED_POD, "objects": deployment_objects()}, 0)],
+    "rollout_changes": [({"pod": OWNED_POD, "objects": deployment_objects()}, 1), ({}, None)],
+    "rollout_revision": [({"pod": OWNED_POD, "objects": deployment_objects()}, 2), ({}, None)],
+    "inference_service": [({}, None), ({"pod": ISVC_POD, "objects": isvc()}, "qwen-chat"),
+                          ({"pod": ISVC_POD, "unread": ["inferenceservices"]}, "UNKNOWN")],
+    "canary_traffic_percent": [
+        ({"pod": ISVC_POD, "objects": isvc({"canaryTrafficPercent": 10})}, 10),
+        ({"pod": ISVC_POD, "objects": isvc()}, None)],
+}
+
+
+def test_every_registered_fact_has_cases() -> None:
+    assert set(CASES) == set(REGISTRY)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_fact(name: str) -> None:
+    for keys, expected in CASES[name]:
+        fact = context(**keys).fact(name)
+        assert fact.name == name and fact.unit == REGISTRY[name].unit
+        if expected == "UNKNOWN":
+            assert not fact.known and fact.unknown, (keys, fact)
+            assert fact.value is None
+            continue
+        assert fact.known, (keys, fact.unknown)
+        assert fact.value == expected, (keys, fact)
+        assert fact.evidence.strip(), (keys, fact)
+
+
+def test_facts_hold_no_verdict() -> None:
+    """A fact says what is, not whether it is good: no range, no 'outside', no advice."""
+    ctx = context(container={"args": ["--gpu-memory-utilization", "0.98"]})
+    evidence = ctx.fact("gpu_memory_utilization").evidence
+    assert "0.98" in evidence and "outside" not in evidence and "0.92" not in evidence
+
+
+def test_wider_scopes_are_computed_once() -> None:
+    """A workload fact is shared by every container of that workload."""
+    shared: dict[tuple[str, ...], Any] = {}
+    snap, pod, container = build(example(pod=OWNED_POD, objects=WITH_HPA))
+    first = ContainerContext(snap, pod, container, shared).fact("autoscalers")
+    second = ContainerContext(snap, pod, container, shared).fact("autoscalers")
+    assert first is second

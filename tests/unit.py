@@ -1,0 +1,67 @@
+"""Small in-memory subjects for unit tests of facts, rules and steps.
+
+They reuse the whole-rule example builder, so a unit test and a pattern
+example describe a pod the same way: the default vLLM pod with what the
+case lays over it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from triage.facts import ContainerContext
+from triage.rules.examples import build, given_metrics
+from triage.rules.language import Example
+
+
+def example(**kw: Any) -> Example:
+    for key in ("events", "findings", "unread"):
+        if key in kw:
+            kw[key] = tuple(kw[key])
+    return Example(name=kw.pop("name", "unit"), reports=kw.pop("reports", True), **kw)
+
+
+def context(**kw: Any) -> ContainerContext:
+    """The container under test of an example pod built from ``kw`` (Example's keys)."""
+    facts = kw.pop("given_facts", None)
+    ex = example(**kw)
+    snap, pod, container = build(ex)
+    return ContainerContext(snap, pod, container, given=facts, given_metrics=given_metrics(ex))
+
+
+OWNED_POD = {"metadata": {"ownerReferences": [
+    {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "vllm-qwen-2", "controller": True}]}}
+
+
+def deployment_objects(replicas: int = 1, strategy: dict[str, Any] | None = None,
+                       revision: int = 2) -> dict[str, list[dict[str, Any]]]:
+    """A Deployment vllm-qwen with ReplicaSets vllm-qwen-1 (revision 1) and -2 (revision 2)."""
+    spec: dict[str, Any] = {"replicas": replicas}
+    if strategy is not None:
+        spec["strategy"] = strategy
+
+    def rs(n: int, image: str, args: list[str]) -> dict[str, Any]:
+        return {"metadata": {
+            "name": f"vllm-qwen-{n}", "namespace": "llm",
+            "annotations": {"deployment.kubernetes.io/revision": str(n)},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment",
+                                 "name": "vllm-qwen", "controller": True}]},
+            "spec": {"template": {"spec": {"containers": [
+                {"name": "vllm", "image": image, "args": args}]}}}}
+    return {
+        "deployments": [{"metadata": {"name": "vllm-qwen", "namespace": "llm", "annotations": {
+            "deployment.kubernetes.io/revision": str(revision)}}, "spec": spec}],
+        "replicasets": [rs(1, "vllm/vllm-openai:v0.9.2", ["--model", "Qwen/Qwen3-8B"]),
+                        rs(2, "vllm/vllm-openai:v0.10.1.1", ["--model", "Qwen/Qwen3-8B"])],
+    }
+
+
+def hpa(metrics: list[dict[str, Any]] | None = None, min_replicas: int | None = 1,
+        ) -> dict[str, Any]:
+    spec: dict[str, Any] = {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment",
+                                               "name": "vllm-qwen"}, "maxReplicas": 4}
+    if min_replicas is not None:
+        spec["minReplicas"] = min_replicas
+    if metrics is not None:
+        spec["metrics"] = metrics
+    return {"metadata": {"name": "vllm-qwen", "namespace": "llm"}, "spec": spec}
