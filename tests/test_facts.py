@@ -43,6 +43,14 @@ def isvc(predictor: dict[str, Any] | None = None,
 SERVICE_VLLM = {"services": [{"metadata": {"name": "vllm", "namespace": "llm"},
                               "spec": {"clusterIP": "10.96.41.17",
                                        "ports": [{"port": 8000, "protocol": "TCP"}]}}]}
+GFD = {"metadata": {"labels": {
+    "nvidia.com/gpu.memory": "23034", "nvidia.com/gpu.compute.major": "8",
+    "nvidia.com/gpu.compute.minor": "9", "nvidia.com/cuda.driver-version.full": "550.90.07",
+    "nvidia.com/cuda.runtime-version.full": "12.4"}}}
+OLD_GFD = {"metadata": {"labels": {
+    "nvidia.com/cuda.driver.major": "535", "nvidia.com/cuda.driver.minor": "104",
+    "nvidia.com/cuda.driver.rev": "05", "nvidia.com/cuda.runtime.major": "12",
+    "nvidia.com/cuda.runtime.minor": "2"}}}
 WAITING_HPA = [{"type": "Pods", "pods": {"metric": {"name": "vllm:num_requests_waiting"},
                                          "target": {"type": "AverageValue",
                                                     "averageValue": "4"}}}]
@@ -191,6 +199,18 @@ CASES: dict[str, list[tuple[dict[str, Any], Any]]] = {
     "rollout_revision": [({"pod": OWNED_POD, "objects": deployment_objects()}, 2), ({}, None)],
     "inference_service": [({}, None), ({"pod": ISVC_POD, "objects": isvc()}, "qwen-chat"),
                           ({"pod": ISVC_POD, "unread": ["inferenceservices"]}, "UNKNOWN")],
+    "gpu_product": [({}, "NVIDIA-L4"), ({"pod": {"spec": {"nodeName": None}}}, None),
+                    ({"node": {"metadata": {"labels": {"nvidia.com/gpu.product": None}}}}, None)],
+    "gpu_memory_mib": [({"node": GFD}, 23034), ({}, None)],
+    "gpu_compute_capability": [({"node": GFD}, 8.9), ({}, None)],
+    "cuda_driver_version": [({"node": GFD}, "550.90.07"), ({"node": OLD_GFD}, "535.104.05"),
+                            ({}, None), ({"unread": ["nodes"]}, "UNKNOWN")],
+    "cuda_runtime_version": [({"node": GFD}, "12.4"), ({"node": OLD_GFD}, "12.2"), ({}, None)],
+    "node_gpu_capacity": [({}, 1), ({"node": {"status": {"capacity": {
+        "nvidia.com/gpu": "8"}}}}, 8)],
+    "node_gpu_allocatable": [({}, 1), ({"node": {"status": {"allocatable": {
+        "nvidia.com/gpu": "7"}}}}, 7), ({"node": {"status": {"allocatable": {
+            "nvidia.com/gpu": None}}}}, 0)],
     "canary_traffic_percent": [
         ({"pod": ISVC_POD, "objects": isvc({"canaryTrafficPercent": 10})}, 10),
         ({"pod": ISVC_POD, "objects": isvc()}, None)],
