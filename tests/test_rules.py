@@ -186,3 +186,73 @@ def test_bracketed_label_paths_are_read() -> None:
     assert run(p).findings
     assert not run(p, node={"metadata": {"labels": {"nvidia.com/gpu.product": "Tesla-T4"}}}
                    ).findings
+
+
+WARN_WHEN = """\
+  any:
+    - log: {regex: 'No space left on device'}
+    - node: {condition: DiskPressure}"""
+NEARLY_FULL = "  log: {regex: 'is over \\d+% full', levels: any}"
+
+
+def test_warn_when_raises_the_same_id_as_a_warning() -> None:
+    from triage.rules.warn_when import apply_warn_when
+
+    p = pattern(WARN_WHEN, warn_when=NEARLY_FULL)
+
+    def diagnosed(**kw: Any) -> PodDiagnosis:
+        ctx = context(**kw)
+        diag = PodDiagnosis(ctx.pod, [ctx])
+        evaluator = Evaluator([])
+        diagnose(evaluator, (p,), diag)
+        apply_warn_when(evaluator, (p,), diag)
+        return diag
+
+    ray = "(raylet) file_system_monitor.cc:116: /tmp/ray is over 95% full, available space: 4 GB"
+    mild = diagnosed(log=ray).findings
+    assert [(f.id, f.severity) for f in mild] == [("under-test", Severity.WARNING)]
+    assert any("over 95% full" in e for e in mild[0].evidence)
+    # The critical form wins, once, with the warning's line only if show asks for it.
+    both = diagnosed(log=ray + "\nOSError: [Errno 28] No space left on device").findings
+    assert [(f.id, f.severity) for f in both] == [("under-test", Severity.CRITICAL)]
+    assert not diagnosed(log="all good").findings
+    # The critical rule unknown (node unread) does not hide the warning sign ...
+    unread = diagnosed(log=ray, unread=["nodes"], pod={"spec": {"nodeName": "gone"}})
+    assert [f.severity for f in unread.findings] == [Severity.WARNING]
+    # ... and with neither known nor raised, the rule is unknown, not silent.
+    blind = diagnosed(unread=["logs"])
+    assert blind.states["under-test"] is Truth.UNKNOWN and not blind.findings
+
+
+@pytest.mark.parametrize("extra", [
+    {"severity_word": "warning"}, {"fallback": "  true"}])
+def test_warn_when_only_on_a_critical_non_fallback_pattern(extra: dict[str, str]) -> None:
+    text = ("id: under-test\nseverity: SEV\ntitle: t\nstep: 9\nremediation: r\n"
+            "when: {log: {regex: x}}\nwarn_when: {log: {regex: y}}\n")
+    text = text.replace("SEV", extra.get("severity_word", "critical"))
+    if "fallback" in extra:
+        text += "fallback: true\n"
+    with pytest.raises(PatternError) as err:
+        parse_pattern(text, "under-test.yaml")
+    assert err.value.where == "warn_when"
+
+
+def test_scan_reports_the_warning_form_and_its_step_warns(tmp_path: Any) -> None:
+    """End to end: Ray's "over 95% full" on a healthy pod is disk-full as a warning."""
+    from tests.conftest import run_cli
+    from tests.fixturekit import copy_fixture
+
+    root = copy_fixture(tmp_path / "fx", "well-sized-healthy")
+    log = root / "logs/llm/vllm-qwen-6d8f7b9c5d-2kqzt/vllm.log"
+    log.write_text(log.read_text() + "(APIServer pid=1) (raylet) [2025-12-23 23:06:29,336 E "
+                   "133251 133275] (raylet) file_system_monitor.cc:116: /tmp/ray/session_2025-"
+                   "12-23_22-55-15_211286_132135 is over 95% full, available space: 46.5185 GB; "
+                   "capacity: 7096.47 GB. Object creation will fail if spilling is required.\n")
+    run = run_cli("analyze", str(root), "-o", "json")
+    report = run.json()
+    found = {p["name"]: [(f["id"], f["severity"]) for f in p["findings"]]
+             for p in report["pods"]}
+    assert found["vllm-qwen-6d8f7b9c5d-2kqzt"] == [("disk-full", "warning")]
+    assert found["vllm-qwen-6d8f7b9c5d-m4x7w"] == []
+    step9 = next(s for s in report["checklist"] if s["step"] == 9)
+    assert step9["verdict"] == "warn" and run.code == 0
