@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import regex
 
 from tests.unit import context
 from triage.results import Severity, Verdict
 from triage.rules.evaluate import Evaluator, PodDiagnosis, Truth, compare, diagnose
 from triage.rules.language import Comparison
-from triage.rules.loader import PatternError, parse_pattern, resolve
+from triage.rules.loader import PatternError, load_patterns, parse_pattern, resolve
 
 
 def cmp(op: str, value: Any) -> Comparison:
@@ -256,3 +257,56 @@ def test_scan_reports_the_warning_form_and_its_step_warns(tmp_path: Any) -> None
     assert found["vllm-qwen-6d8f7b9c5d-m4x7w"] == []
     step9 = next(s for s in report["checklist"] if s["step"] == 9)
     assert step9["verdict"] == "warn" and run.code == 0
+
+
+CRASHED = {"state": {"waiting": {"reason": "CrashLoopBackOff"}},
+           "lastState": {"terminated": {"reason": "Error", "exitCode": 1}}, "restartCount": 4}
+
+
+def _root_cause_of(previous_log: str) -> tuple[str, ...]:
+    crashloop = next(p for p in load_patterns().patterns if p.id == "crashloop-unknown")
+    diag = run(crashloop, status=CRASHED, previous_log=previous_log)
+    return diag.findings[0].evidence
+
+
+def _marked(evidence: tuple[str, ...]) -> str:
+    """The root-cause line: the first log line marked '>'."""
+    return next(e for e in evidence if regex.search(r" line \d+> ", e))
+
+
+@pytest.mark.parametrize(("log", "cause"), [
+    # NCCL WARN, then the exception that only points to it (llm-d#352).
+    ("[2025-10-13 09:06:25] vllm-0:3663:4044 [0] misc/ibvwrap.cc:206 NCCL WARN Call to "
+     "ibv_modify_qp failed with error No such device errno 19\n"
+     "vllm-0:3663:4044 [0] NCCL INFO proxy.cc:1336 -> 2\n"
+     "ERROR 10-13 09:06:25 [v1/executor/multiproc_executor.py:597] RuntimeError: NCCL error: "
+     "unhandled system error (run with NCCL_DEBUG=INFO for details)\n"
+     "ERROR 10-13 09:06:25 [v1/executor/multiproc_executor.py:597] WorkerProc failed to start.\n",
+     "NCCL WARN Call to ibv_modify_qp failed"),
+    # A prefix cut in copying (vllm#20305), after an older, unrelated error.
+    ("OSError: [Errno 2] No such file or directory: '/tmp/x'\n"
+     "[multiproc_executor.py:492] ValueError: Free memory on device (31.44/47.38 GiB) on startup "
+     "is less than desired GPU memory utilization (0.95, 45.01 GiB). Decrease GPU memory "
+     "utilization or reduce GPU memory used by other processes.\n"
+     "ERROR 06-30 13:53:19 [core.py:515] EngineCore failed to start.\n",
+     "ValueError: Free memory on device"),
+    # A mangled Ray prefix (ray#59778 shape).
+    ("orkerWrapper pid=581, ip=10.0.0.3) RuntimeError: CUDA error: an illegal memory access "
+     "was encountered\n", "RuntimeError: CUDA error: an illegal memory access"),
+    # INFO lines quoting an exception name are not the cause; the wrapper is better than
+    # the bare tail.
+    ("(APIServer pid=1) INFO 11-28 03:05:19 [utils.py:326] non-default args: {'x': "
+     "'ValueError: y'}\n(APIServer pid=1) RuntimeError: Engine core initialization failed. See "
+     "root cause above. Failed core proc(s): {'EngineCore_0': 1}\n",
+     "Engine core initialization failed"),
+    # Without NCCL_DEBUG there is no WARN: the pointer itself is the best line.
+    ("(VllmWorker rank=1 pid=412) ERROR 06-04 10:01:11 [multiproc_executor.py:470] RuntimeError: "
+     "NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details)\n"
+     "(EngineCore_0 pid=270) ERROR 06-04 10:01:12 [core.py:700] EngineCore failed to start.\n",
+     "NCCL error: unhandled cuda error"),
+    # A warning only when nothing else is an error.
+    ("/usr/local/lib/python3.12/dist-packages/torch/cuda/__init__.py:287: UserWarning: \n"
+     "exit\n", "UserWarning:"),
+])
+def test_root_cause_line(log: str, cause: str) -> None:
+    assert cause in _marked(_root_cause_of(log))

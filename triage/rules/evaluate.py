@@ -379,26 +379,57 @@ def _number(value: Any) -> float | None:
 
 
 # An exception line as Python prints it ("torch.OutOfMemoryError: ...",
-# "RuntimeError: ..."), or a fatal signal / error line.
+# "RuntimeError: ..."), a fatal signal / error line, or an NCCL WARN line
+# (NCCL prints the real cause there; the Python exception after it only says
+# "unhandled system error"). The exception may follow a prefix the log
+# parser did not recognise because it was cut or mangled in copying
+# ("[multiproc_executor.py:492] ValueError: ...", "orkerWrapper pid=581)
+# RuntimeError: ...", a k9s box "│ ERROR ... RuntimeError: ..."): after a
+# closing bracket or parenthesis, or a box / pipe border. Python warnings
+# ("file.py:287: UserWarning: ...") are told apart: only shown when no error
+# is found.
 _ERROR_SHAPE = regex.compile(
-    r"^(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)\b:?|Traceback \(most recent"
-    r"|Fatal Python error|Bus error|Segmentation fault|Killed$)"
+    r"(?:^|[\])│|]\s*|:\d+: )(?:(?P<trace>Traceback \(most recent)"
+    r"|(?P<warn>[A-Za-z_][\w.]*Warning\b:)"
+    r"|(?P<exc>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b:?|Fatal Python error"
+    r"|Bus error|Segmentation fault|Killed$))|(?P<nccl>\bNCCL WARN\b)"
 )
 
 
 def root_cause(ctx: ContainerContext, leaf: RootCauseLeaf) -> list[str]:
-    """The last error line that is not a wrapper, else the last lines of the log."""
+    """The last error line that is not a wrapper, else the last wrapper, else the last
+    warning, else the last lines of the log.
+
+    INFO and DEBUG lines are never the cause (they quote exception names in
+    argument dumps and advice); a wrapper (``leaf.skip``) still beats the
+    bare tail, because it usually repeats what failed.
+    """
+    def evidence(stream: str, lines: list[LogLine], cause: LogLine) -> list[str]:
+        rest = [log_evidence(ctx, stream, ln, marked=False) for ln in lines[-leaf.lines:]
+                if ln is not cause]
+        return [log_evidence(ctx, stream, cause, marked=True), *rest]
+
     for stream in ("previous", "current"):
         lines = ctx.lines.get(stream)
         if not lines:
             continue
+        wrapper: LogLine | None = None
+        warning: LogLine | None = None
         for line in reversed(lines):
-            if any(rx.search(line.message) for rx in leaf.skip):
+            if line.level in ("DEBUG", "INFO"):
                 continue
-            if _ERROR_SHAPE.search(line.message) and not line.message.startswith("Traceback"):
-                tail = [log_evidence(ctx, stream, ln, marked=False)
-                        for ln in lines[-leaf.lines:] if ln is not line]
-                return [log_evidence(ctx, stream, line, marked=True), *tail]
+            m = _ERROR_SHAPE.search(line.message)
+            if m is None or m.group("trace"):
+                continue
+            if m.group("warn"):
+                warning = warning or line
+            elif any(rx.search(line.message) for rx in leaf.skip):
+                wrapper = wrapper or line
+            else:
+                return evidence(stream, lines, line)
+        second_best = wrapper or warning
+        if second_best is not None:
+            return evidence(stream, lines, second_best)
         return [log_evidence(ctx, stream, ln, marked=False) for ln in lines[-leaf.lines:]]
     return ["no log text could be read for this container"]
 
