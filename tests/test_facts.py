@@ -287,6 +287,23 @@ CASES: dict[str, list[tuple[dict[str, Any], Any]]] = {
         ({"container": {"args": ["--tensor-parallel-size", "8", "--pipeline-parallel-size", "2"],
                         "resources": {"limits": {"nvidia.com/gpu": "8"}}}}, 2),
         ({"pod": {"metadata": {"labels": {"leaderworkerset.sigs.k8s.io/size": "3"}}}}, 3)],
+    "nccl_failure": [
+        ({"previous_log": "[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught "
+                          "collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, "
+                          "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600086 "
+                          "milliseconds before timing out.\n"},
+         "collective timeout: ALLREDUCE SeqNum=1 gave up after 600 s (the first collective: "
+         "the ranks never connected)"),
+        ({"log": "(pid=34272) host:34272:34565 [1] transport/p2p.cc:238 NCCL WARN failed to open "
+                 "CUDA IPC handle : 217 peer access is not supported between these two "
+                 "devices\nRuntimeError: NCCL error: unhandled cuda error (run with "
+                 "NCCL_DEBUG=INFO for details)\n"}, "P2P / CUDA IPC between GPUs"),
+        ({"log": "(VllmWorker rank=1 pid=412) ERROR 06-04 10:01:11 [multiproc_executor.py:470] "
+                 "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO "
+                 "for details)\n"}, "NCCL system error"),
+        ({"log": "ip-1:1:1 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\n"},
+         None),
+        ({"unread": ["logs"]}, "UNKNOWN")],
     "canary_traffic_percent": [
         ({"pod": ISVC_POD, "objects": isvc({"canaryTrafficPercent": 10})}, 10),
         ({"pod": ISVC_POD, "objects": isvc()}, None)],
