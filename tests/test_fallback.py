@@ -24,6 +24,10 @@ CASES = [
      "NCCL WARN failed to open CUDA IPC handle : 217 peer access is not supported"),
     ("nccl-failure", "nccl-failure", "vllm-ds-0",
      "NCCL WARN Call to ibv_modify_qp failed with error No such device errno 19"),
+    ("cuda-driver-mismatch", "cuda-driver-mismatch", "vllm-qwen-5c4d3e2f1a-b7n2x",
+     "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda "
+     "functions before calling NumCudaDevices() that might have already set an error? "
+     "Error 804"),
     ("port-in-use", "port-in-use", "vllm-gemma-6c9f8d7b5a-p4t2x",
      "OSError: [Errno 98] Address already in use"),
 ]
