@@ -28,6 +28,10 @@ CASES = [
      "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda "
      "functions before calling NumCudaDevices() that might have already set an error? "
      "Error 804"),
+    ("gpu-arch-unsupported", "gpu-arch-unsupported", "vllm-qwen25-4f3e2d1c0b-c8v3n",
+     "ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0"),
+    ("gpu-arch-unsupported", "gpu-arch-unsupported", "vllm-qwen32b-9d8c7b6a5f-p2x6r",
+     "RuntimeError: CUDA error: no kernel image is available for execution on the device"),
     ("port-in-use", "port-in-use", "vllm-gemma-6c9f8d7b5a-p4t2x",
      "OSError: [Errno 98] Address already in use"),
 ]
