@@ -287,6 +287,10 @@ CASES: dict[str, list[tuple[dict[str, Any], Any]]] = {
         ({"container": {"args": ["--tensor-parallel-size", "8", "--pipeline-parallel-size", "2"],
                         "resources": {"limits": {"nvidia.com/gpu": "8"}}}}, 2),
         ({"pod": {"metadata": {"labels": {"leaderworkerset.sigs.k8s.io/size": "3"}}}}, 3)],
+    "served_model": [({}, "Qwen/Qwen3-8B"),
+                     ({"container": {"args": ["Qwen/Qwen3-VL-8B-Instruct", "--port", "8000"]}},
+                      "Qwen/Qwen3-VL-8B-Instruct"),
+                     ({"container": {"args": ["--port", "8000"]}}, None)],
     "nccl_failure": [
         ({"previous_log": "[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught "
                           "collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, "

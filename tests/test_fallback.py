@@ -32,6 +32,12 @@ CASES = [
      "ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0"),
     ("gpu-arch-unsupported", "gpu-arch-unsupported", "vllm-qwen32b-9d8c7b6a5f-p2x6r",
      "RuntimeError: CUDA error: no kernel image is available for execution on the device"),
+    ("model-arch-unsupported", "model-arch-unsupported", "vllm-qwen3vl-2f1e0d9c8b-n5w8q",
+     "Value error, The checkpoint you are trying to load has model type `qwen3_vl` but "
+     "Transformers does not recognize this architecture"),
+    ("model-arch-unsupported", "model-arch-unsupported", "vllm-phi3-6a5b4c3d2e-r8t1y",
+     "ValueError: Loading microsoft/Phi-3-small-8k-instruct requires you to execute the "
+     "configuration file"),
     ("port-in-use", "port-in-use", "vllm-gemma-6c9f8d7b5a-p4t2x",
      "OSError: [Errno 98] Address already in use"),
 ]

@@ -387,12 +387,14 @@ def _number(value: Any) -> float | None:
 # RuntimeError: ...", a k9s box "│ ERROR ... RuntimeError: ..."): after a
 # closing bracket or parenthesis, or a box / pipe border. Python warnings
 # ("file.py:287: UserWarning: ...") are told apart: only shown when no error
-# is found.
+# is found. pydantic's "1 validation error for ModelConfig" (vLLM >= 0.10
+# configs) says what failed on the indented "  Value error, ..." line after it.
 _ERROR_SHAPE = regex.compile(
     r"(?:^|[\])│|]\s*|:\d+: )(?:(?P<trace>Traceback \(most recent)"
     r"|(?P<warn>[A-Za-z_][\w.]*Warning\b:)"
     r"|(?P<exc>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b:?|Fatal Python error"
     r"|Bus error|Segmentation fault|Killed$))|(?P<nccl>\bNCCL WARN\b)"
+    r"|^\s*(?P<pydantic>Value error, )"
 )
 
 
