@@ -38,6 +38,8 @@ CASES = [
     ("model-arch-unsupported", "model-arch-unsupported", "vllm-phi3-6a5b4c3d2e-r8t1y",
      "ValueError: Loading microsoft/Phi-3-small-8k-instruct requires you to execute the "
      "configuration file"),
+    ("gpu-hardware-error", "gpu-hardware-error", "vllm-llama70b-2c1b0a9f8e-d4f6g",
+     "RuntimeError: CUDA error: uncorrectable ECC error encountered"),
     ("port-in-use", "port-in-use", "vllm-gemma-6c9f8d7b5a-p4t2x",
      "OSError: [Errno 98] Address already in use"),
 ]
