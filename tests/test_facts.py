@@ -271,7 +271,9 @@ CASES: dict[str, list[tuple[dict[str, Any], Any]]] = {
         ({**CACHE_MOUNT, "objects": {"persistentvolumeclaims": [pvc(modes=("ReadWriteMany",))],
                                      "pods": [holder("gpu-node-2")]}}, []),
         ({**CACHE_MOUNT, "objects": {"persistentvolumeclaims": [pvc()],
-                                     "pods": [holder("gpu-node-2", "Succeeded")]}}, [])],
+                                     "pods": [holder("gpu-node-2", "Succeeded")]}}, []),
+        ({**CACHE_MOUNT, "objects": {"persistentvolumeclaims": [pvc()],
+                                     "pods": [holder("gpu-node-2", "Pending")]}}, [])],
     "shm_size_mib": [({}, 64),
                      ({"container": {"volumeMounts": [{"name": "d", "mountPath": "/dev/shm"}]},
                        "pod": {"spec": {"volumes": [{"name": "d", "emptyDir": {

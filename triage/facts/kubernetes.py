@@ -231,8 +231,9 @@ _SINGLE_NODE_MODES = {"ReadWriteOnce", "ReadWriteOncePod"}
 
 
 @fact("claim_holders", unit="list", scope="pod",
-      doc="other pods that mount one of this pod's ReadWriteOnce / ReadWriteOncePod claims "
-          "from another node (or, for ReadWriteOncePod, at all): who still holds the volume")
+      doc="other Running pods that mount one of this pod's ReadWriteOnce / ReadWriteOncePod "
+          "claims from another node (or, for ReadWriteOncePod, at all): who still holds the "
+          "volume")
 def claim_holders(ctx: ContainerContext) -> Measured:
     claims = dict(_claims(ctx))
     single = {n: p for n, p in claims.items() if p is not None and _SINGLE_NODE_MODES & set(
@@ -244,9 +245,10 @@ def claim_holders(ctx: ContainerContext) -> Measured:
         name = str(meta(other).get("name"))
         if name == ctx.pod_name or meta(other).get("namespace") != ctx.namespace:
             continue
-        if (other.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-            continue
         other_node = workload.pod_spec(other).get("nodeName")
+        # A Running pod on a node holds its volumes; a Pending one only waits for them.
+        if (other.get("status") or {}).get("phase") != "Running" or not other_node:
+            continue
         for claim in set(_claim_names(other)) & set(single):
             modes = set((single[claim].get("status") or {}).get("accessModes") or
                         (single[claim].get("spec") or {}).get("accessModes") or [])
