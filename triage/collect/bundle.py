@@ -30,6 +30,7 @@ import yaml
 
 from triage import __version__, selection
 from triage.collect import InputError
+from triage.logs import LogSource
 from triage.redact import redact_object, redact_text
 from triage.snapshot import ALL_KINDS, Obj, ReadFailure, Snapshot
 
@@ -198,8 +199,8 @@ def _load_dir(root: Path) -> Snapshot:
             stream = "current"
             if name.endswith(".previous"):
                 name, stream = name[: -len(".previous")], "previous"
-            snap.logs[(ns, pod, name, stream)] = redact_text(
-                p.read_bytes().decode("utf-8", errors="replace"))
+            snap.logs[(ns, pod, name, stream)] = LogSource.of(redact_text(
+                p.read_bytes().decode("utf-8", errors="replace")))
     metrics = root / "metrics"
     if metrics.is_dir():
         for p in sorted(metrics.glob("*/*.txt")):
@@ -245,9 +246,10 @@ def write(snapshot: Snapshot, out: Path) -> None:
         doc = {"apiVersion": api_version, "kind": list_kind, "metadata": {},
                "items": [redact_object(o) for o in items]}
         members.append((f"objects/{kind}.json", json.dumps(doc, indent=1).encode()))
-    for (ns, pod, container, stream), text in sorted(snapshot.logs.items()):
+    for (ns, pod, container, stream), source in sorted(snapshot.logs.items()):
         suffix = ".previous.log" if stream == "previous" else ".log"
-        members.append((f"logs/{ns}/{pod}/{container}{suffix}", redact_text(text).encode()))
+        members.append((f"logs/{ns}/{pod}/{container}{suffix}",
+                        redact_text(source.text()).encode()))
     for (ns, pod), text in sorted(snapshot.metrics.items()):
         members.append((f"metrics/{ns}/{pod}.txt", redact_text(text).encode()))
     top = PurePosixPath("vllm-triage-bundle")
