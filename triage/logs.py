@@ -664,11 +664,16 @@ class _Block:
         return None if start == 0 else self.data.rfind(b"\n", 0, start - 1) + 1
 
     def number(self, start: int) -> int:
-        """The line number at ``start``, counted from the nearest known mark before it."""
+        """The line number at ``start``, counted from the nearest known mark around it."""
         i = bisect_right(self._marks, (start, 1 << 62)) - 1
         offset, number = self._marks[i]
-        number += self.data.count(b"\n", offset, start)
-        self._marks.insert(i + 1, (start, number))
+        if i + 1 < len(self._marks) and self._marks[i + 1][0] - start < start - offset:
+            after, after_number = self._marks[i + 1]
+            number = after_number - self.data.count(b"\n", start, after)
+        else:
+            number += self.data.count(b"\n", offset, start)
+        if offset != start:
+            self._marks.insert(i + 1, (start, number))
         return number
 
     def line(self, start: int) -> LogLine:
