@@ -1,374 +1,212 @@
-"""Benchmark: scan and analyze a large synthetic namespace served by tests/kubeapi.py.
+"""Benchmark: the CLI against baselines measured in the same run.
 
-    python bench/run.py                      # 100 pods x 3000-line logs, plus a 10 MB line
-    python bench/run.py --pods 20 --lines 500 --json out.json
-    python bench/run.py --profile            # also cProfile the analysis in-process
+    python bench/run.py analyze [--sizes 10,100,1024] [--runs 3]
+    python bench/run.py scan [--pods 40,100,300] [--latency-ms 20] [--runs 3]
+    python bench/run.py all [--json out.json]
 
-Each measurement runs the CLI as its own subprocess and reads that process's
-own resource usage (os.wait4), so the numbers are the CLI's alone: wall time,
-CPU time and peak RSS. The API request count comes from the test server's
-request log. See bench/README.md for the targets and the last numbers.
+analyze: a fixture whose crash-looping pod has a previous log of N MiB
+(healthy vLLM traffic, a CUDA OOM at the end), analyzed offline, against
+``LC_ALL=C grep -E -c -f`` with the tool's own log regexes (bench/grep_patterns.py).
+
+scan: N vLLM pods served by the test API server (tests/kubeapi.py) with a
+fixed latency per request, against the floor (requests x latency / the
+tool's read pool, plus the tool's start-up) and against the manual kubectl
+sequence an on-call engineer would type for each pod.
+
+Every command runs as its own subprocess; wall time, CPU time and peak RSS
+are that process's own (os.wait4). Medians of --runs. See bench/README.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import cProfile
-import io
 import json
 import os
-import pstats
-import random
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import yaml  # noqa: E402
+from bench import synthetic  # noqa: E402
+from bench.grep_patterns import grep_patterns  # noqa: E402
 
-from tests.kubeapi import KubeAPIServer, write_kubeconfig  # noqa: E402
+CUDA_OOM_POD = "vllm-qwen-5b7d9c8f6d-7xk2p"
 
-NS = "llm"
-MODEL = "meta-llama/Llama-3.1-8B-Instruct"
-
-
-# --- synthetic namespace -------------------------------------------------------------------
-
-def _startup(rng: random.Random, day: str) -> list[str]:
-    t = f"{day} 0{rng.randint(0, 9)}:{rng.randint(10, 59)}"
-    return [
-        f"(APIServer pid=1) INFO {t}:01 [api_server.py:1805] vLLM API server version 0.10.1.1",
-        f"(APIServer pid=1) INFO {t}:01 [utils.py:326] non-default args: {{'model': '{MODEL}', "
-        "'max_model_len': 8192, 'gpu_memory_utilization': 0.9}",
-        f"(APIServer pid=1) INFO {t}:09 [__init__.py:711] Resolved architecture: "
-        "LlamaForCausalLM",
-        f"(APIServer pid=1) INFO {t}:09 [__init__.py:1750] Using max model len 8192",
-        f"(EngineCore_0 pid=270) INFO {t}:15 [gpu_model_runner.py:1953] Starting to load model "
-        f"{MODEL}...",
-        f"(EngineCore_0 pid=270) INFO {t}:25 [default_loader.py:262] Loading weights took "
-        f"{rng.uniform(5, 40):.2f} seconds",
-        f"(EngineCore_0 pid=270) INFO {t}:31 [gpu_worker.py:276] Available KV cache memory: "
-        f"{rng.uniform(4, 20):.2f} GiB",
-        f"(EngineCore_0 pid=270) INFO {t}:31 [kv_cache_utils.py:849] GPU KV cache size: "
-        f"{rng.randint(30000, 160000):,} tokens",
-        f"(EngineCore_0 pid=270) INFO {t}:31 [kv_cache_utils.py:853] Maximum concurrency for "
-        f"8,192 tokens per request: {rng.uniform(4, 20):.2f}x",
-        f"(APIServer pid=1) INFO {t}:48 [api_server.py:1880] Starting vLLM API server 0 on "
-        "http://0.0.0.0:8000",
-        "(APIServer pid=1) INFO:     Application startup complete.",
-    ]
-
-
-def _traffic(rng: random.Random, day: str, n: int) -> list[str]:
-    out = []
-    for i in range(n):
-        t = f"{day} {10 + i // 3600 % 10}:{i // 60 % 60:02d}:{i % 60:02d}"
-        r = rng.random()
-        if r < 0.55:
-            peer = f"10.48.{rng.randint(0, 9)}.{rng.randint(2, 250)}"
-            port = rng.randint(30000, 65000)
-            out.append(f"(APIServer pid=1) INFO:     {peer}:{port} - "
-                       "\"POST /v1/chat/completions HTTP/1.1\" 200 OK")
-        elif r < 0.75:
-            out.append(f"(APIServer pid=1) INFO {t} [loggers.py:123] Engine 000: Avg prompt "
-                       f"throughput: {rng.uniform(0, 9000):.1f} tokens/s, Avg generation "
-                       f"throughput: {rng.uniform(0, 2000):.1f} tokens/s, Running: "
-                       f"{rng.randint(0, 64)} reqs, Waiting: {rng.randint(0, 4)} reqs, GPU KV "
-                       f"cache usage: {rng.uniform(0, 95):.1f}%, Prefix cache hit rate: "
-                       f"{rng.uniform(0, 60):.1f}%")
-        elif r < 0.95:
-            out.append(f"(APIServer pid=1) INFO {t} [logger.py:43] Received request "
-                       f"chatcmpl-{rng.getrandbits(64):016x}: prompt: '<|begin_of_text|>"
-                       f"<|start_header_id|>user<|end_header_id|>...', params: SamplingParams("
-                       f"n=1, temperature={rng.choice([0.0, 0.7, 1.0])}, max_tokens="
-                       f"{rng.choice([256, 512, 1024])}), lora_request: None.")
-        else:
-            out.append("(APIServer pid=1) INFO:     10.48.0.1:51234 - \"GET /metrics HTTP/1.1\" "
-                       "200 OK")
-    return out
-
-
-OOM_TAIL = [
-    "(EngineCore_0 pid=270) ERROR 11-28 03:06:57 [core.py:700] EngineCore failed to start.",
-    "(EngineCore_0 pid=270) ERROR 11-28 03:06:57 [core.py:700] Traceback (most recent call "
-    "last):",
-    "(EngineCore_0 pid=270) ERROR 11-28 03:06:57 [core.py:700]   File \"/usr/local/lib/"
-    "python3.12/dist-packages/vllm/v1/worker/gpu_model_runner.py\", line 2708, in capture_model",
-    "(EngineCore_0 pid=270) ERROR 11-28 03:06:57 [core.py:700] torch.OutOfMemoryError: CUDA out "
-    "of memory. Tried to allocate 160.00 MiB. GPU 0 has a total capacity of 22.03 GiB of which "
-    "91.06 MiB is free.",
-    "(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above. "
-    "Failed core proc(s): {'EngineCore_0': 1}",
-]
-
-
-def _metrics(rng: random.Random) -> str:
-    lines = []
-    for name, kind, value in (("vllm:num_requests_running", "gauge", rng.randint(0, 64)),
-                              ("vllm:num_requests_waiting", "gauge", rng.randint(0, 3)),
-                              ("vllm:kv_cache_usage_perc", "gauge", rng.uniform(0, 0.9)),
-                              ("vllm:num_preemptions_total", "counter", 0)):
-        lines += [f"# HELP {name} x", f"# TYPE {name} {kind}",
-                  f'{name}{{engine="0",model_name="{MODEL}"}} {value}']
-    for hist in ("vllm:e2e_request_latency_seconds", "vllm:time_to_first_token_seconds",
-                 "vllm:inter_token_latency_seconds"):
-        lines += [f"# HELP {hist} x", f"# TYPE {hist} histogram"]
-        total = 0
-        for le in ("0.01", "0.05", "0.1", "0.5", "1.0", "2.5", "5.0", "10.0", "+Inf"):
-            total += rng.randint(0, 400)
-            lines.append(f'{hist}_bucket{{engine="0",le="{le}",model_name="{MODEL}"}} {total}.0')
-        lines.append(f'{hist}_sum{{engine="0",model_name="{MODEL}"}} {total * 0.9:.1f}')
-        lines.append(f'{hist}_count{{engine="0",model_name="{MODEL}"}} {total}.0')
-    return "\n".join(lines) + "\n"
-
-
-def _pod(i: int, node: str, crashing: bool) -> dict[str, Any]:
-    name = f"vllm-llama-6f7c9d8b5-{i:05d}"
-    running = {"running": {"startedAt": "2026-11-28T02:40:00Z"}}
-    waiting = {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 5m0s"}}
-    return {
-        "metadata": {"name": name, "namespace": NS, "uid": f"uid-{i}",
-                     "creationTimestamp": "2026-11-27T10:00:00Z",
-                     "labels": {"app": "vllm-llama", "pod-template-hash": "6f7c9d8b5"},
-                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
-                                          "name": "vllm-llama-6f7c9d8b5", "uid": "rs-uid",
-                                          "controller": True}]},
-        "spec": {"nodeName": node, "containers": [{
-            "name": "vllm", "image": "vllm/vllm-openai:v0.10.1.1",
-            "args": ["--model", MODEL, "--port", "8000", "--gpu-memory-utilization", "0.9",
-                     "--max-model-len", "8192"],
-            "ports": [{"containerPort": 8000, "name": "http", "protocol": "TCP"}],
-            "resources": {"limits": {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "1"},
-                          "requests": {"cpu": "4", "memory": "24Gi", "nvidia.com/gpu": "1"}},
-            "startupProbe": {"httpGet": {"path": "/health", "port": 8000},
-                             "periodSeconds": 10, "failureThreshold": 60},
-            "livenessProbe": {"httpGet": {"path": "/health", "port": 8000},
-                              "periodSeconds": 15, "timeoutSeconds": 5}}]},
-        "status": {"phase": "Running", "podIP": f"10.48.{i // 250}.{i % 250 + 2}",
-                   "containerStatuses": [{
-                       "name": "vllm", "image": "vllm/vllm-openai:v0.10.1.1",
-                       "restartCount": 3 if crashing else 1, "ready": not crashing,
-                       "started": not crashing,
-                       "state": waiting if crashing else running,
-                       "lastState": {"terminated": {
-                           "exitCode": 1 if crashing else 0,
-                           "reason": "Error" if crashing else "Completed",
-                           "startedAt": "2026-11-28T01:00:00Z",
-                           "finishedAt": "2026-11-28T02:39:00Z"}}}]},
-    }
-
-
-def generate(root: Path, pods: int, lines: int, seed: int = 7) -> dict[str, int]:
-    """Write a fixture directory: pods, events, nodes, workloads, logs, metrics."""
-    rng = random.Random(seed)
-    (root / "objects").mkdir(parents=True)
-    nodes = [f"gke-inference-l4-pool-{i:04d}" for i in range(max(1, pods // 4))]
-    items, events = [], []
-    sizes = {"log_bytes": 0, "metrics_bytes": 0}
-    for i in range(pods):
-        crashing = i % 10 == 0  # one in ten has an OOM in its previous run
-        pod = _pod(i, nodes[i % len(nodes)], crashing)
-        items.append(pod)
-        name = pod["metadata"]["name"]
-        logs = root / "logs" / NS / name
-        logs.mkdir(parents=True)
-        prev = _startup(rng, "11-28") + _traffic(rng, "11-28", lines - 11)
-        if crashing:
-            prev = prev[: lines - len(OOM_TAIL)] + OOM_TAIL
-        cur = _startup(rng, "11-28") + _traffic(rng, "11-28", lines - 11)
-        (logs / "vllm.previous.log").write_text("\n".join(prev[:lines]) + "\n")
-        if not crashing:
-            (logs / "vllm.log").write_text("\n".join(cur[:lines]) + "\n")
-            m = root / "metrics" / NS / f"{name}.txt"
-            m.parent.mkdir(parents=True, exist_ok=True)
-            m.write_text(_metrics(rng))
-            sizes["metrics_bytes"] += m.stat().st_size
-        sizes["log_bytes"] += sum(p.stat().st_size for p in logs.iterdir())
-        for j, (reason, kind, msg) in enumerate((
-                ("Pulled", "Normal", 'Container image "vllm/vllm-openai:v0.10.1.1" already '
-                 "present on machine"),
-                ("Started", "Normal", "Started container vllm"),
-                ("Unhealthy", "Warning", "Startup probe failed: connect: connection refused"),
-                *((("BackOff", "Warning", "Back-off restarting failed container vllm"),)
-                  if crashing else ()))):
-            events.append({
-                "metadata": {"name": f"{name}.{j:x}", "namespace": NS, "uid": f"ev-{i}-{j}",
-                             "creationTimestamp": "2026-11-28T02:40:00Z"},
-                "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": name,
-                                   "namespace": NS, "uid": f"uid-{i}"},
-                "reason": reason, "message": msg, "type": kind, "count": 1 + j,
-                "source": {"component": "kubelet", "host": pod["spec"]["nodeName"]},
-                "firstTimestamp": "2026-11-28T02:40:00Z",
-                "lastTimestamp": "2026-11-28T03:00:00Z"})
-    node_items = [{
-        "metadata": {"name": n, "uid": f"node-{n}", "creationTimestamp": "2026-11-20T08:00:00Z",
-                     "labels": {"cloud.google.com/gke-accelerator": "nvidia-l4"}},
-        "status": {"capacity": {"cpu": "16", "memory": "65851060Ki", "nvidia.com/gpu": "4"},
-                   "allocatable": {"cpu": "15890m", "memory": "57803956Ki",
-                                   "nvidia.com/gpu": "4"},
-                   "conditions": [{"type": "DiskPressure", "status": "False"},
-                                  {"type": "Ready", "status": "True"}],
-                   "nodeInfo": {"kubeletVersion": "v1.31.4-gke.1256000"}}} for n in nodes]
-    template = {k: v for k, v in items[0].items() if k != "status"}
-    deploy = {"metadata": {"name": "vllm-llama", "namespace": NS, "uid": "dep-uid",
-                           "annotations": {"deployment.kubernetes.io/revision": "1"}},
-              "spec": {"replicas": pods, "selector": {"matchLabels": {"app": "vllm-llama"}},
-                       "template": {"metadata": {"labels": {"app": "vllm-llama"}},
-                                    "spec": template["spec"]}},
-              "status": {"replicas": pods, "readyReplicas": pods - pods // 10}}
-    rs = {"metadata": {"name": "vllm-llama-6f7c9d8b5", "namespace": NS, "uid": "rs-uid",
-                       "annotations": {"deployment.kubernetes.io/revision": "1"},
-                       "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment",
-                                            "name": "vllm-llama", "uid": "dep-uid",
-                                            "controller": True}]},
-          "spec": {"replicas": pods, "template": deploy["spec"]["template"]},
-          "status": {"replicas": pods}}
-    for plural, kind, api, objs in (("pods", "PodList", "v1", items),
-                                    ("events", "EventList", "v1", events),
-                                    ("nodes", "NodeList", "v1", node_items),
-                                    ("deployments", "DeploymentList", "apps/v1", [deploy]),
-                                    ("replicasets", "ReplicaSetList", "apps/v1", [rs])):
-        doc = {"apiVersion": api, "kind": kind, "metadata": {"resourceVersion": "1"},
-               "items": objs}
-        (root / "objects" / f"{plural}.json").write_text(json.dumps(doc))
-    (root / "incident.yaml").write_text(yaml.safe_dump({
-        "description": f"synthetic: {pods} vLLM pods, {lines}-line logs",
-        "namespace": NS, "context": "bench", "collected_at": "2026-11-28T03:12:09Z"}))
-    return {"pods": pods, "events": len(events), "nodes": len(nodes), **sizes}
-
-
-def generate_huge_line(root: Path, megabytes: int = 10) -> dict[str, int]:
-    """One running vLLM pod whose current log is a single line of ``megabytes`` MB."""
-    generate(root, pods=1, lines=50)
-    name = "vllm-llama-6f7c9d8b5-00000"
-    pods = json.loads((root / "objects" / "pods.json").read_text())
-    st = pods["items"][0]["status"]["containerStatuses"][0]
-    st.update(state={"running": {"startedAt": "2026-11-28T02:40:00Z"}}, ready=True, started=True)
-    (root / "objects" / "pods.json").write_text(json.dumps(pods))
-    log = root / "logs" / NS / name / "vllm.log"
-    log.write_bytes(b"(APIServer pid=1) INFO 11-28 02:41:09 [logger.py:43] Received request: "
-                    + b"A" * (megabytes * 1024 * 1024) + b"\n")
-    m = root / "metrics" / NS / f"{name}.txt"
-    m.parent.mkdir(parents=True, exist_ok=True)
-    m.write_text(_metrics(random.Random(1)))
-    return {"pods": 1, "log_bytes": log.stat().st_size}
-
-
-# --- measuring -----------------------------------------------------------------------------
 
 @dataclass
-class Measure:
-    name: str
-    exit_code: int
+class Run:
     wall_s: float
     cpu_s: float
     peak_rss_mb: float
-    api_requests: int | None = None
-    report_pods: int | None = None
-    findings: int | None = None
+    exit_code: int
+    stdout: bytes = b""
 
 
-def run_measured(name: str, args: list[str], requests: list[str] | None = None) -> Measure:
+@dataclass
+class Row:
+    what: str
+    tool: dict[str, float] = field(default_factory=dict)
+    baseline: dict[str, float] = field(default_factory=dict)
+    baseline_name: str = ""
+    notes: str = ""
+
+    @property
+    def ratio(self) -> float:
+        return self.tool["wall_s"] / self.baseline["wall_s"] if self.baseline.get("wall_s") else 0
+
+
+def measure(cmd: list[str], env: dict[str, str] | None = None) -> Run:
+    """Run ``cmd`` and read its own resource usage.
+
+    Through /usr/bin/time where it exists: a child forked from this Python
+    process would otherwise report the parent's resident pages as its peak.
+    """
+    timer = Path("/usr/bin/time")
+    with tempfile.TemporaryFile() as out, tempfile.NamedTemporaryFile("r") as stats:
+        full = ([str(timer), "-q", "-o", stats.name, "-f", "%e %U %S %M %x", *cmd]
+                if timer.exists() else cmd)
+        start = time.monotonic()
+        proc = subprocess.Popen(full, stdout=out, stderr=subprocess.DEVNULL, env=env,
+                                cwd=str(ROOT))
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.monotonic() - start
+        out.seek(0)
+        data = out.read()
+        if timer.exists():
+            e, u, s, m, x = stats.read().split()[-5:]
+            return Run(float(e), float(u) + float(s), int(m) / 1024, int(x), data)
+    return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024,
+               os.waitstatus_to_exitcode(status), data)
+
+
+def median(runs: list[Run]) -> dict[str, float]:
+    return {"wall_s": round(statistics.median(r.wall_s for r in runs), 3),
+            "cpu_s": round(statistics.median(r.cpu_s for r in runs), 3),
+            "peak_rss_mb": round(max(r.peak_rss_mb for r in runs), 1)}
+
+
+def repeat(n: int, fn: Callable[[], Run]) -> list[Run]:
+    return [fn() for _ in range(n)]
+
+
+def cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "triage.cli", *args]
+
+
+def clean_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
     env["NO_COLOR"] = "1"
-    before = len(requests) if requests is not None else 0
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        start = time.monotonic()
-        proc = subprocess.Popen([sys.executable, "-m", "triage.cli", *args], stdout=out,
-                                stderr=err, env=env, cwd=str(ROOT))
-        _, status, usage = os.wait4(proc.pid, 0)  # this child's own rusage
-        wall = time.monotonic() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        stdout, stderr = out.read(), err.read().decode(errors="replace")
-    m = Measure(name, proc.returncode, round(wall, 2), round(usage.ru_utime + usage.ru_stime, 2),
-                round(usage.ru_maxrss / 1024, 1))
-    if requests is not None:
-        m.api_requests = len(requests) - before
-    try:
-        report = json.loads(stdout)
-        m.report_pods = len(report["pods"])
-        m.findings = sum(len(p["findings"]) for p in report["pods"])
-    except (ValueError, KeyError):
-        print(f"{name}: no JSON report (exit {proc.returncode}): {stderr[-500:]}",
-              file=sys.stderr)
-    return m
+    return env
 
 
-def scan_and_analyze(label: str, root: Path, tmp: Path) -> list[Measure]:
-    server = KubeAPIServer(root).start()
-    try:
-        kc = write_kubeconfig(tmp / f"{label}.kubeconfig", server.url, namespace=NS)
-        scan = run_measured(f"{label}: scan -o json", ["scan", "--kubeconfig", str(kc),
-                                                       "-o", "json"], server.requests)
-        bad = [r for r in server.requests if not r.startswith("GET ")]
-        assert not bad, bad
-    finally:
-        server.stop()
-    analyze = run_measured(f"{label}: analyze DIR -o json", ["analyze", str(root), "-o", "json"])
-    return [scan, analyze]
+# --- analyze vs grep --------------------------------------------------------------------------
 
 
-def profile_analysis(root: Path, top: int = 15) -> str:
-    from triage import pipeline
-    from triage.collect import bundle
+def big_log_fixture(root: Path, mib: int, seed_file: Path) -> Path:
+    """fixtures/cuda-oom with its previous log grown to ``mib`` MiB of healthy traffic."""
+    shutil.copytree(ROOT / "fixtures" / "cuda-oom", root)
+    prev = root / "logs" / "llm" / CUDA_OOM_POD / "vllm.previous.log"
+    crash = prev.read_bytes()
+    block = seed_file.read_bytes()
+    with prev.open("wb") as f:
+        written = 0
+        while written < mib * 1024 * 1024:
+            f.write(block)
+            written += len(block)
+        f.write(crash)
+    return prev
 
-    prof = cProfile.Profile()
-    prof.enable()
-    snap = bundle.load(root)
-    load_done = time.perf_counter()
-    pipeline.analyze(snap)
-    prof.disable()
-    _ = load_done
-    buf = io.StringIO()
-    pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(top)
-    buf.write("\n--- by own time ---\n")
-    pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(top)
-    return buf.getvalue()
+
+def traffic_seed(path: Path, mib: int = 16) -> None:
+    import random
+
+    rng = random.Random(7)
+    with path.open("w") as f:
+        for line in synthetic._startup(rng, "11-28"):
+            f.write(line + "\n")
+        written = 0
+        while written < mib * 1024 * 1024:
+            block = "\n".join(synthetic._traffic(rng, "11-28", 5000)) + "\n"
+            f.write(block)
+            written += len(block)
+
+
+def bench_analyze(sizes: list[int], runs: int, tmp: Path) -> list[Row]:
+    patterns = tmp / "patterns.ere"
+    count, refused = grep_patterns(patterns)
+    seed = tmp / "seed.log"
+    traffic_seed(seed)
+    rows = []
+    env = clean_env()
+    for mib in sizes:
+        root = tmp / f"analyze-{mib}"
+        log = big_log_fixture(root, mib, seed)
+        grep = repeat(runs, lambda log=log: measure(
+            ["grep", "-E", "-c", "-f", str(patterns), str(log)], env={"LC_ALL": "C"}))
+        tool = repeat(runs, lambda root=root: measure(cli("analyze", str(root), "-o", "json"),
+                                                      env=env))
+        report = json.loads(tool[-1].stdout)
+        found = [f["id"] for p in report["pods"] for f in p["findings"]]
+        assert "cuda-oom" in found, found
+        rows.append(Row(f"analyze, previous log {mib} MiB", median(tool), median(grep),
+                        f"LC_ALL=C grep -E -c -f ({count} patterns)",
+                        f"findings {sorted(found)}"))
+        shutil.rmtree(root)
+        print(f"analyze {mib} MiB: {rows[-1].tool} vs grep {rows[-1].baseline}", file=sys.stderr)
+    if refused:
+        print(f"grep refused {len(refused)} pattern(s): {refused}", file=sys.stderr)
+    return rows
+
+
+# --- output -----------------------------------------------------------------------------------
+
+
+def markdown(rows: list[Row]) -> str:
+    out = ["| what | tool wall s | tool CPU s | tool peak RSS MB | baseline | baseline wall s "
+           "| baseline RSS MB | ratio |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        out.append(f"| {r.what} | {r.tool['wall_s']:.3f} | {r.tool['cpu_s']:.3f} | "
+                   f"{r.tool['peak_rss_mb']:.0f} | {r.baseline_name} | "
+                   f"{r.baseline.get('wall_s', 0):.3f} | {r.baseline.get('peak_rss_mb', 0):.0f} | "
+                   f"{r.ratio:.2f}x |")
+    return "\n".join(out)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--pods", type=int, default=100)
-    ap.add_argument("--lines", type=int, default=3000)
-    ap.add_argument("--huge-mb", type=int, default=10, help="size of the single-line log")
-    ap.add_argument("--keep", type=Path, help="write the synthetic fixtures here and keep them")
-    ap.add_argument("--json", type=Path, help="also write the measurements as JSON")
-    ap.add_argument("--profile", action="store_true", help="cProfile load+analysis in-process")
+    ap.add_argument("what", choices=["analyze", "scan", "all"])
+    ap.add_argument("--sizes", default="10,100,1024", help="analyze: log sizes in MiB")
+    ap.add_argument("--pods", default="40,100,300", help="scan: namespace sizes")
+    ap.add_argument("--latency-ms", type=float, default=20.0, help="scan: per-request latency")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--json", type=Path, help="also write the rows as JSON")
     args = ap.parse_args()
-
+    rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="vllm-triage-bench-") as t:
-        tmp = args.keep or Path(t)
-        tmp.mkdir(parents=True, exist_ok=True)
-        start = time.monotonic()
-        big = generate(tmp / "namespace", args.pods, args.lines)
-        generate_huge_line(tmp / "huge-line", args.huge_mb)
-        print(f"generated {big} and a {args.huge_mb} MB single-line log in "
-              f"{time.monotonic() - start:.1f}s under {tmp}", file=sys.stderr)
-        results = scan_and_analyze(f"{args.pods} pods x {args.lines} lines",
-                                   tmp / "namespace", tmp)
-        results += scan_and_analyze(f"one {args.huge_mb} MB line", tmp / "huge-line", tmp)
-        profile = profile_analysis(tmp / "namespace") if args.profile else ""
+        tmp = Path(t)
+        if args.what in ("analyze", "all"):
+            rows += bench_analyze([int(s) for s in args.sizes.split(",")], args.runs, tmp)
+        if args.what in ("scan", "all"):
+            from bench.scan import bench_scan
 
-    cols = ("name", "exit_code", "wall_s", "cpu_s", "peak_rss_mb", "api_requests",
-            "report_pods", "findings")
-    print(" | ".join(cols))
-    for m in results:
-        print(" | ".join("-" if v is None else str(v) for v in (getattr(m, c) for c in cols)))
+            rows += bench_scan([int(p) for p in args.pods.split(",")], args.latency_ms / 1000,
+                               args.runs, tmp)
+    print(markdown(rows))
     if args.json:
-        args.json.write_text(json.dumps({"cpus": os.cpu_count(), "generated": big,
-                                         "results": [asdict(m) for m in results]}, indent=2))
-    if profile:
-        print("\n" + profile)
+        args.json.write_text(json.dumps({"cpus": os.cpu_count(), "rows": [
+            {**asdict(r), "ratio": round(r.ratio, 3)} for r in rows]}, indent=2))
     return 0
 
 
 if __name__ == "__main__":
     sys.exit(main())
+
+

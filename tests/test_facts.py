@@ -126,7 +126,7 @@ CASES: dict[str, list[tuple[dict[str, Any], Any]]] = {
         ({"status": {"state": {"waiting": {"reason": "ContainerCreating"}}}}, False)],
     "container_state": [({}, "running"), ({"status": CRASHED}, "waiting")],
     "logs_read": [({}, []), ({"log": "x", "previous_log": "y"}, ["current", "previous"])],
-    "log_lines_read": [({"log": "a\n\nb\n"}, 2), ({}, 0)],
+    "log_lines_read": [({"log": "a\n\nb\n"}, 3), ({}, 0)],
     "pod_state": [({}, "Running"), ({"status": CRASHED}, "CrashLoopBackOff")],
     "unschedulable_message": [
         ({}, None),

@@ -59,7 +59,7 @@ def test_krew_manifest() -> None:
     """plugin.yaml is a well-formed krew manifest for the console script, for
     this version, with its release placeholders plainly marked."""
     manifest = yaml.safe_load((ROOT / "plugin.yaml").read_text())
-    version = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(),
+    version = re.search(r'^__version__ = "([^"]+)"', (ROOT / "triage" / "__init__.py").read_text(),
                         re.M)
     assert version is not None
     assert manifest["apiVersion"] == "krew.googlecontainertools.github.com/v1alpha2"

@@ -93,17 +93,24 @@ def test_all_with_a_false_child_is_false_even_if_another_is_unknown() -> None:
     assert diag.states["under-test"] is Truth.FALSE and not diag.unevaluated
 
 
-def test_regex_timeout_is_unknown_and_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A rule whose regex times out is never a silent 'no match'."""
-    from triage.rules import evaluate
+@pytest.mark.parametrize("engine", ["hyperscan", "python"])
+def test_regex_timeout_is_unknown_and_named(monkeypatch: pytest.MonkeyPatch, engine: str) -> None:
+    """A rule whose regex times out is never a silent 'no match' (issue 9), with the
+    Hyperscan prefilter (the exact check times out on a candidate line) and without it
+    (the regex times out on a block)."""
+    from triage import logs
 
-    monkeypatch.setattr(evaluate, "WHOLE_LOG_TIMEOUT_S", 1e-9)
+    if engine == "python":
+        monkeypatch.setenv("VLLM_TRIAGE_NO_HYPERSCAN", "1")
+    monkeypatch.setattr(logs, "LINE_TIMEOUT_S", 1e-6)
+    monkeypatch.setattr(logs, "BLOCK_TIMEOUT_S", 1e-6)
     warnings: list[str] = []
-    ctx = context(log="x" * 200_000 + "\n")
+    ctx = context(log=("x" * 3000 + "\n") * 50)
     diag = PodDiagnosis(ctx.pod, [ctx])
-    diagnose(Evaluator(warnings), (pattern("  log: {regex: '(x+x+)+y'}"),), diag)
+    diagnose(Evaluator(warnings), (pattern("  log: {regex: 'xxxx(?=(x+x+)+y)'}"),), diag)
     assert diag.states["under-test"] is Truth.UNKNOWN
-    assert "timed out" in diag.unevaluated[0].reason and "under-test" in warnings[0]
+    assert "timed out" in diag.unevaluated[0].reason
+    assert "under-test" in diag.unevaluated[0].reason and "under-test" in warnings[0]
 
 
 def test_display_leaves_show_values_and_never_decide() -> None:

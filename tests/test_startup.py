@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from triage.logs import LogText, split_lines
-from triage.startup import StartupReport, read_startup
+from triage.logs import LogSource, scan
+from triage.startup import QUERIES, StartupReport, read_startup
 
 V1 = """\
 (APIServer pid=1) INFO 11-24 11:42:58 [api_server.py:1805] vLLM API server version 0.10.1.1
@@ -34,7 +34,7 @@ CUT_SHORT = """\
 
 
 def read(text: str) -> StartupReport:
-    return read_startup(LogText(split_lines(text)))
+    return read_startup(scan(LogSource.of(text), QUERIES))
 
 
 def test_v1_capacity_and_time_to_ready_from_vllm_stamps() -> None:

@@ -1,56 +1,90 @@
-"""Container log text as lines that patterns can be matched against.
+"""Container logs, searched in one streaming pass in bounded memory.
 
 vLLM's lines come in several shapes (see shared reference, section 0):
 ``INFO 01-11 15:51:18 llm_engine.py:275] msg`` (V0),
 ``INFO 04-23 14:42:53 [file.py:124] msg`` (0.8-0.10),
 ``(EngineCore_DP0 pid=441) INFO 11-24 11:44:17 [gpu_worker.py:348] msg`` (V1),
 with optional kubectl ``--timestamps``, ``[rank0]:`` prefixes, ANSI colours
-and uvicorn's ``INFO:     msg``. Patterns match the message part; the
-level, when there is one, lets a pattern ignore advisory INFO lines.
+and uvicorn's ``INFO:     msg``. Patterns match the *message* part of a line;
+its level lets a pattern ignore advisory INFO lines.
+
+How a log is searched (``scan``): the bytes are read in blocks cut at line
+ends, so memory stays bounded whatever the log's size. Every regex the
+patterns, the start-up parser and the facts use is a ``Query``; all of them
+are compiled into one Hyperscan database in prefilter mode (a superset of
+each regex: anchors and lookarounds dropped) that finds candidate lines at
+grep speed. Only candidate lines are decoded, cleaned, split into prefix
+and message, and checked with the exact ``regex`` pattern (with a timeout)
+and the query's levels. Without Hyperscan (or for a regex it cannot take)
+the same checks run over each block's messages with ``regex`` alone: slower,
+same answers.
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib
+import json
+import os
+import re
 from bisect import bisect_right
-from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
 
 import regex
+
+hyperscan: Any
+try:  # a well-kept multi-pattern engine; optional, the pure-Python path gives the same answers
+    import hyperscan
+except ImportError:  # pragma: no cover - exercised by forcing the fallback in tests
+    hyperscan = None
 
 # A single line longer than this is cut for matching and evidence: one 10 MB
 # line must not cost more than any other line.
 MAX_LINE_CHARS = 4000
+# Bytes of a line kept before it is cut while reading (the rest is skipped).
+MAX_LINE_BYTES = 4 * MAX_LINE_CHARS
+BLOCK_BYTES = 8 * 1024 * 1024
+# Per line and per block: no regex may run longer; a timeout makes the query unknown.
+LINE_TIMEOUT_S = 0.25
+BLOCK_TIMEOUT_S = 5.0
+KEEP_FIRST = 3  # matches kept with their context, per query
+MAX_CONTEXT = 10  # lines of context kept around them
+TAIL_LINES = 32  # the last lines of every log, for tail windows and root causes
+HEAD_LINES = 200  # the first lines, for when a start began
 
 _ANSI = regex.compile(r"\x1b\[[0-9;?]*[A-Za-z]|#033\[[0-9;]*m")
 _CONTROL = regex.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-_PREFIX = regex.compile(
-    r"""^
-    (?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)\s)?   # kubectl --timestamps
-    (?:\s*\|\s*\[[^\]]*\]\s)?                                             # CI log wrappers
-    (?:\[rank\d+\]:\s*)?
-    (?:\((?P<proc>[A-Za-z_][\w]*(?:\s+rank=\d+)?\s+pid=\d+[^)]*)\)\s+)?   # (EngineCore_DP0 pid=N)
-    (?:\[rank\d+\]:\s*)?
+_CONTROL_BYTES = bytes([*range(0, 9), 11, 12, *range(14, 32), 127])
+_PREFIX_PARTS = r"""
+    (?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)[ \t])?   # kubectl --timestamps
+    (?:[ \t]*\|[ \t]*\[[^\]\n]*\][ \t])?                            # CI log wrappers
+    (?:\[rank\d+\]:[ \t]*)?
+    (?:\((?P<proc>[A-Za-z_][\w]*(?:[ \t]+rank=\d+)?[ \t]+pid=\d+[^)\n]*)\)[ \t]+)?  # (Proc pid=N)
+    (?:\[rank\d+\]:[ \t]*)?
     (?:
-        (?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+
-        \d\d-\d\d\s\d\d:\d\d:\d\d(?:\.\d+)?\s+
-        \[?(?P<src>[\w./<>-]+:\d+)\]?\]?\s?
+        (?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)[ \t]+
+        \d\d-\d\d[ \t]\d\d:\d\d:\d\d(?:\.\d+)?[ \t]+
+        \[?(?P<src>[\w./<>-]+:\d+)\]?\]?[ \t]?
       |
-        (?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+                 # uvicorn
-    )?
-    (?P<msg>.*)$""",
-    regex.VERBOSE | regex.DOTALL,
-)
+        (?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):[ \t]+                 # uvicorn
+    )?"""
+_PREFIX = regex.compile(r"^" + _PREFIX_PARTS + r"(?P<msg>.*)$", regex.VERBOSE | regex.DOTALL)
+# The same prefix over a whole block, for the pure-Python path: strips every
+# line's prefix and keeps the line breaks, so line numbers stay put.
+_PREFIX_LINES = regex.compile(r"^" + _PREFIX_PARTS, regex.VERBOSE | regex.MULTILINE)
 
 
-@dataclass(frozen=True, slots=True)  # hundreds of thousands of these in a big scan
+@dataclass(frozen=True, slots=True)
 class LogLine:
-    number: int  # 1-based line number in the collected text
-    raw: str  # the line as printed (cut to MAX_LINE_CHARS), ANSI removed
+    number: int  # 1-based line number in the log as read
+    raw: str  # the line as printed (cut to MAX_LINE_CHARS), ANSI and control bytes removed
     level: str | None  # DEBUG/INFO/WARNING/ERROR/CRITICAL, None for unprefixed lines
     process: str | None  # e.g. "EngineCore_DP0 pid=441"
-    # Where the message sits in raw; kept as offsets so a big scan holds each
-    # line's text once, not twice.
+    # Where the message sits in raw (offsets: the text is kept once).
     msg_start: int = 0
     msg_end: int = -1
 
@@ -60,14 +94,18 @@ class LogLine:
         return self.raw[self.msg_start:self.msg_end if self.msg_end >= 0 else None]
 
 
-def _clean(text: str) -> str:
+def clean(text: str) -> str:
     cleaned: str = _CONTROL.sub("", _ANSI.sub("", text))
     return cleaned
 
 
-def parse_line(number: int, raw: str, cleaned: bool = False) -> LogLine:
-    cut = len(raw) - MAX_LINE_CHARS
-    raw = raw[:MAX_LINE_CHARS] if cleaned else _clean(raw[:MAX_LINE_CHARS])
+def parse_line(number: int, raw: str, cleaned: bool = False, cut_bytes: int = 0) -> LogLine:
+    """One line as a LogLine; ``cut_bytes``: how much the reader already dropped of it."""
+    cut = max(0, len(raw) - MAX_LINE_CHARS) + cut_bytes
+    raw = raw[:MAX_LINE_CHARS] if cleaned else clean(raw[:MAX_LINE_CHARS])
+    if "\r" in raw.rstrip("\r"):  # tqdm redraws with carriage returns: keep the last draw
+        parts = [p for p in raw.split("\r") if p.strip()]
+        raw = parts[-1] if parts else ""
     raw = raw.rstrip("\r")
     m = _PREFIX.match(raw)
     if m is None:  # cannot happen with a trailing .*, kept for type narrowing
@@ -79,49 +117,649 @@ def parse_line(number: int, raw: str, cleaned: bool = False) -> LogLine:
     return LogLine(number, shown, level, m.group("proc"), m.start("msg"), m.end("msg"))
 
 
-def split_lines(text: str) -> list[LogLine]:
-    """Parse a whole log. tqdm redraws with carriage returns; keep the last draw."""
-    lines: list[LogLine] = []
-    # One pass over the whole text, not two substitutions per line.
-    text = _clean(text)
-    for number, chunk in enumerate(text.split("\n"), start=1):
-        if "\r" in chunk.rstrip("\r"):
-            parts = [p for p in chunk.split("\r") if p.strip()]
-            chunk = parts[-1] if parts else ""
-        if chunk.strip():
-            lines.append(parse_line(number, chunk, cleaned=True))
-    return lines
-
-
-class LogText:
-    """A parsed log plus its messages joined, so a pattern is searched once per log.
-
-    One C-speed ``finditer`` over the joined messages, mapped back to lines,
-    replaces a Python call per line per pattern; a message that matches on
-    its own also matches inside the joined text (patterns use MULTILINE, so
-    ``^`` and ``$`` still mean a line's message start and end).
-    """
-
-    def __init__(self, lines: list[LogLine]) -> None:
-        self.lines = lines
-        self.joined = "\n".join(line.message for line in lines)
-        self._starts: list[int] = []
-        offset = 0
-        for line in lines:
-            self._starts.append(offset)
-            offset += len(line.message) + 1
-
-    def matching(self, rx: Any, timeout: float | None = None) -> Iterator[tuple[int, Any]]:
-        """(line index, first match) for every line the pattern matches, in order."""
-        last = -1
-        for m in rx.finditer(self.joined, timeout=timeout):
-            index = bisect_right(self._starts, m.start()) - 1
-            if index != last:
-                last = index
-                yield index, m
-
-
 def decode(data: bytes) -> str:
     """Logs are mostly UTF-8; binary garbage must not stop a scan."""
     text: str = data.decode("utf-8", errors="replace")
     return text
+
+
+@dataclass(frozen=True)
+class LogSource:
+    """Where a log's bytes are: in memory (a live read, bounded) or in a file (a bundle)."""
+
+    data: bytes | None = None
+    path: Path | None = None
+
+    @classmethod
+    def of(cls, text: str | bytes) -> LogSource:
+        return cls(data=text.encode("utf-8", errors="replace") if isinstance(text, str)
+                   else bytes(text))
+
+    @property
+    def size(self) -> int:
+        if self.data is not None:
+            return len(self.data)
+        try:
+            return self.path.stat().st_size if self.path else 0
+        except OSError:
+            return 0
+
+    def blocks(self, size: int = BLOCK_BYTES) -> Iterator[bytes]:
+        if self.data is not None:
+            for start in range(0, len(self.data), size):
+                yield self.data[start:start + size]
+            return
+        if self.path is None:
+            return
+        with open(self.path, "rb") as f:
+            while block := f.read(size):
+                yield block
+
+    def text(self) -> str:
+        """The whole log decoded (for writing bundles and small tests, not for scanning)."""
+        return decode(b"".join(self.blocks()))
+
+
+# --- queries --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Query:
+    """A regex over line messages, counted on lines of the given levels (None: any level)."""
+
+    regex: Any  # a compiled `regex` pattern
+    levels: frozenset[str] | None = None
+
+    def __post_init__(self) -> None:
+        # ^ and $ mean a message's start and end: lines are searched a block at a time.
+        if not self.regex.flags & regex.MULTILINE:
+            object.__setattr__(self, "regex", regex.compile(
+                self.regex.pattern, self.regex.flags | regex.MULTILINE))
+
+    @property
+    def key(self) -> tuple[str, int, frozenset[str] | None]:
+        return (self.regex.pattern, int(self.regex.flags), self.levels)
+
+    def counts(self, line: LogLine) -> bool:
+        return self.levels is None or (line.level or "NONE") in self.levels
+
+
+@dataclass
+class QuerySet:
+    """The queries one scan answers, with how many last matches each needs kept."""
+
+    queries: dict[tuple[str, int, frozenset[str] | None], Query] = field(default_factory=dict)
+    keep_last: dict[tuple[str, int, frozenset[str] | None], int] = field(default_factory=dict)
+
+    def add(self, query: Query, keep_last: int = 1) -> Query:
+        self.queries.setdefault(query.key, query)
+        self.keep_last[query.key] = max(keep_last, self.keep_last.get(query.key, 0))
+        return self.queries[query.key]
+
+    def merged(self, other: QuerySet) -> QuerySet:
+        out = QuerySet(dict(self.queries), dict(self.keep_last))
+        for key, q in other.queries.items():
+            out.add(q, other.keep_last.get(key, 1))
+        return out
+
+
+@dataclass
+class Hit:
+    line: LogLine
+    groups: tuple[str | None, ...]  # group 0 and the regex's groups, from the message
+    span: tuple[int, int]  # where group 0 is in the message
+    before: list[LogLine] = field(default_factory=list)
+    after: list[LogLine] = field(default_factory=list)
+
+
+@dataclass
+class QueryResult:
+    count: int = 0  # lines that matched
+    first: list[Hit] = field(default_factory=list)  # the first KEEP_FIRST, with context
+    last: deque[Hit] = field(default_factory=deque)  # the last keep_last
+    unknown: str | None = None  # why the search could not finish (a regex timeout)
+
+
+@dataclass
+class LogIndex:
+    """What one scan of a log found: per query its matches, plus the log's size and tail."""
+
+    source: LogSource
+    queries: QuerySet
+    lines: int = 0  # lines read
+    tail: list[LogLine] = field(default_factory=list)  # the last TAIL_LINES non-empty lines
+    head: list[LogLine] = field(default_factory=list)  # the first HEAD_LINES non-empty lines
+    results: dict[tuple[str, int, frozenset[str] | None], QueryResult] = field(
+        default_factory=dict)
+
+    def result(self, query: Query, keep_last: int = 1) -> QueryResult:
+        """A query's result; one the scan was not asked for is searched now, on its own."""
+        found = self.results.get(query.key)
+        if found is None or len(found.last) < min(keep_last, found.count):
+            extra = QuerySet()
+            extra.add(query, keep_last)
+            found = scan(self.source, extra).results[query.key]
+            self.results[query.key] = found
+        return found
+
+    @property
+    def empty(self) -> bool:
+        return not self.tail
+
+
+# --- the scan ---------------------------------------------------------------------------------
+
+
+def _line_blocks(source: LogSource) -> Iterator[tuple[bytes, int]]:
+    """Blocks of whole lines, each ending with a newline, and the bytes dropped from the
+    block's last line.
+
+    A line longer than a block keeps its first MAX_LINE_BYTES (matching and
+    evidence only ever look at the first MAX_LINE_CHARS) and the rest is
+    skipped as it streams past, so one huge line costs no more memory than
+    any other. A file is read one buffer at a time: after the last whole line
+    of a read it seeks back, rather than carrying the rest over.
+    """
+    reader = _FileReader(source.path) if source.data is None else _MemoryReader(source.data)
+    with reader:
+        while data := reader.read(BLOCK_BYTES):
+            last = data.rfind(b"\n")
+            if last >= 0:
+                if last < len(data) - 1:
+                    if reader.at_end():  # the final line has no newline
+                        data += b"\n"
+                    else:
+                        reader.back(len(data) - last - 1)
+                        data = data[:last + 1]
+                yield data, 0
+                continue
+            head, total = data[:MAX_LINE_BYTES], len(data)
+            del data
+            while chunk := reader.read(BLOCK_BYTES):
+                end = chunk.find(b"\n")
+                part = chunk if end < 0 else chunk[:end]
+                if len(head) < MAX_LINE_BYTES:
+                    head += part[:MAX_LINE_BYTES - len(head)]
+                total += len(part)
+                if end >= 0:
+                    reader.back(len(chunk) - end - 1)
+                    break
+            yield head + b"\n", total - len(head)
+
+
+class _FileReader:
+    def __init__(self, path: Path | None) -> None:
+        self.f = open(path, "rb") if path is not None else None  # noqa: SIM115 - closed by with
+
+    def __enter__(self) -> _FileReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.f is not None:
+            self.f.close()
+
+    def read(self, size: int) -> bytes:
+        return self.f.read(size) if self.f is not None else b""
+
+    def back(self, count: int) -> None:
+        if self.f is not None and count:
+            self.f.seek(-count, os.SEEK_CUR)
+
+    def at_end(self) -> bool:
+        if self.f is None:
+            return True
+        pos = self.f.tell()
+        end = self.f.seek(0, os.SEEK_END)
+        self.f.seek(pos)
+        return pos >= end
+
+
+class _MemoryReader(_FileReader):
+    def __init__(self, data: bytes) -> None:
+        self.f = None
+        self.data, self.pos = data, 0
+
+    def read(self, size: int) -> bytes:
+        out = self.data[self.pos:self.pos + size]
+        self.pos += len(out)
+        return out
+
+    def back(self, count: int) -> None:
+        self.pos -= count
+
+    def at_end(self) -> bool:
+        return self.pos >= len(self.data)
+
+
+def _prefilter_pattern(pattern: str) -> str | None:
+    """A regex that matches at least wherever ``pattern`` matches a message, in raw bytes.
+
+    The message is a line without its prefix, so anchors are dropped (``^``
+    is the message start, not the line start); Hyperscan's prefilter mode
+    drops what else it cannot take. None when the pattern is not selective
+    enough to be worth a prefilter (it would match nearly every line).
+    """
+    out: list[str] = []
+    i, in_class = 0, False
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < len(pattern):
+            out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+            if pattern[i + 1:i + 2] == "^":
+                out.append("[^")
+                i += 2
+                continue
+        elif ch in "^$":
+            i += 1
+            continue
+        out.append(ch)
+        i += 1
+    text = "".join(out)
+    if _min_width(text) < 4:
+        return None
+    return text
+
+
+def _min_width(pattern: str) -> int:
+    try:  # the stdlib's own parser knows the pattern's minimum width
+        try:
+            parser: Any = importlib.import_module("re._parser")
+        except ImportError:  # Python 3.10
+            parser = importlib.import_module("sre_parse")
+        low, _ = parser.parse(pattern).getwidth()
+        return int(low)
+    except Exception:  # syntax only the `regex` module knows: assume it is selective
+        return 4
+
+
+_LEVEL_WORDS = {"WARNING": ("WARNING", "WARN"), "ERROR": ("ERROR",), "CRITICAL": ("CRITICAL",),
+                "INFO": ("INFO",), "DEBUG": ("DEBUG",)}
+
+
+def _level_prefilter(levels: frozenset[str] | None) -> str | None:
+    """For a query that matches nearly anything: the level words its lines must carry."""
+    if levels is None or "NONE" in levels:
+        return None
+    words = sorted({w for lv in levels for w in _LEVEL_WORDS.get(lv, ())})
+    return r"\b(?:" + "|".join(words) + r")\b" if words else None
+
+
+class _Engine:
+    """A query set's Hyperscan database (in prefilter mode), compiled once and cached on disk.
+
+    ``slow`` are the queries with no prefilter (not selective, or a regex
+    Hyperscan cannot take): the pure-Python path searches those.
+    """
+
+    _cache: ClassVar[dict[tuple[Any, ...], _Engine]] = {}
+
+    def __init__(self, keys: list[tuple[str, int, frozenset[str] | None]],
+                 queries: QuerySet) -> None:
+        self.keys = keys
+        self.db: Any = None
+        self.dirty_id = len(keys)
+        if hyperscan is None or os.environ.get("VLLM_TRIAGE_NO_HYPERSCAN"):
+            self.slow = set(keys)
+            return
+        wanted = [(_prefilter_pattern(q.regex.pattern) or _level_prefilter(q.levels),
+                   _flags(q.regex)) for q in (queries.queries[k] for k in keys)]
+        self.db, slow = _load_or_compile(wanted)
+        self.slow = {keys[i] for i in slow}
+
+    @classmethod
+    def get(cls, queries: QuerySet) -> _Engine:
+        keys = sorted(queries.queries, key=lambda k: (k[0], k[1], sorted(k[2] or ())))
+        ident = (tuple(keys), bool(hyperscan is None or os.environ.get("VLLM_TRIAGE_NO_HYPERSCAN")))
+        engine = cls._cache.get(ident)
+        if engine is None:
+            engine = cls._cache[ident] = cls(keys, queries)
+        return engine
+
+
+def _flags(rx: Any) -> int:
+    if hyperscan is None:
+        return 0
+    out: int = hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_MULTILINE
+    if rx.flags & regex.IGNORECASE:
+        out |= hyperscan.HS_FLAG_CASELESS
+    if rx.flags & regex.DOTALL:
+        out |= hyperscan.HS_FLAG_DOTALL
+    return out
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "vllm-triage"
+
+
+def _compiles(pattern: str, flags: int) -> bool:
+    try:
+        hyperscan.Database().compile(expressions=[pattern.encode("utf-8")], ids=[0],
+                                     elements=1, flags=[flags])
+    except Exception:
+        return False
+    return True
+
+
+def _load_or_compile(wanted: list[tuple[str | None, int]]) -> tuple[Any, list[int]]:
+    """The database for these prefilters, and the indexes that have none.
+
+    Compiling costs ~0.2 s; a scan during an outage should not pay it twice,
+    so the database is kept in the user's cache directory, keyed by what it
+    was compiled from.
+    """
+    digest = hashlib.sha256(repr((wanted, getattr(hyperscan, "__version__", ""))).encode()
+                            ).hexdigest()[:24]
+    path = _cache_dir() / f"hs-{digest}.db"
+    meta = path.with_suffix(".json")
+    try:
+        slow = [int(i) for i in json.loads(meta.read_text())["slow"]]
+        db = hyperscan.loadb(path.read_bytes(), hyperscan.HS_MODE_BLOCK)
+        db.scratch = hyperscan.Scratch(db)  # a loaded database comes without scratch space
+        return db, slow
+    except Exception:  # absent, unreadable or from another build: compile it
+        pass
+    exprs, ids, flags, slow = [], [], [], []
+    for i, (pattern, fl) in enumerate(wanted):
+        if pattern is None or not _compiles(pattern, fl):
+            slow.append(i)
+            continue
+        exprs.append(pattern.encode("utf-8"))
+        ids.append(i)
+        flags.append(fl)
+    # Control bytes and ANSI escapes in a block: it is cleaned, then searched again.
+    exprs.append(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|#033\[")
+    ids.append(len(wanted))
+    flags.append(hyperscan.HS_FLAG_SINGLEMATCH)
+    db = hyperscan.Database()
+    db.compile(expressions=exprs, ids=ids, elements=len(exprs), flags=flags)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for target, data in ((path, hyperscan.dumpb(db)),
+                             (meta, json.dumps({"slow": slow}).encode())):
+            tmp = target.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, target)
+    except OSError:
+        pass  # a read-only home is fine: compile again next time
+    return db, slow
+
+
+class _Scan:
+    """The state of one scan: results, hits still collecting context, the tail."""
+
+    def __init__(self, source: LogSource, queries: QuerySet) -> None:
+        self.index = LogIndex(source, queries)
+        self.queries = queries
+        self.engine = _Engine.get(queries)
+        self.results = {key: QueryResult(last=deque(maxlen=max(1, queries.keep_last[key])))
+                        for key in queries.queries}
+        self.index.results = self.results
+        self.tail: deque[LogLine] = deque(maxlen=TAIL_LINES)
+        # Hits still collecting the lines after them: (hit, where to go on in this block).
+        self.waiting: list[tuple[Hit, int | None]] = []
+        self.recent: deque[LogLine] = deque(maxlen=MAX_CONTEXT)  # last lines of the block before
+
+    def run(self) -> LogIndex:
+        first = 1
+        for data, dropped in _line_blocks(self.index.source):
+            found = self.prefilter(data)
+            if found is None:  # control bytes or ANSI escapes: clean, then search again
+                data = _clean_bytes(data)
+                found = self.prefilter(data) or []
+            block = _Block(data, first, dropped)
+            self.search(block, found)
+            self.fill_after(block)
+            if len(self.index.head) < HEAD_LINES:
+                self.index.head += [ln for ln in block.lines_from(0, HEAD_LINES)
+                                    if ln.raw.strip()][:HEAD_LINES - len(self.index.head)]
+            last = block.last_lines(max(TAIL_LINES, MAX_CONTEXT))
+            self.tail.extend(last)
+            self.recent.extend(last[-MAX_CONTEXT:])
+            first += block.count
+        self.index.lines = first - 1
+        self.index.tail = list(self.tail)
+        return self.index
+
+    def prefilter(self, data: bytes) -> list[tuple[int, int]] | None:
+        """(query index, match end) of every prefilter match; None if the block is dirty."""
+        if self.engine.db is None:
+            if len(data.translate(None, _CONTROL_BYTES)) != len(data) or b"#033[" in data:
+                return None
+            return []
+        found: list[tuple[int, int]] = []
+        dirty = self.engine.dirty_id
+
+        def on_match(qid: int, start: int, end: int, flags: int, ctx: Any) -> bool | None:
+            if qid == dirty:
+                return True  # stop: the block is cleaned and searched again
+            found.append((qid, end))
+            return None
+        try:
+            self.engine.db.scan(data, match_event_handler=on_match)
+        except hyperscan.ScanTerminated:
+            return None
+        return found
+
+    def search(self, block: _Block, found: list[tuple[int, int]]) -> None:
+        candidates: dict[int, set[int]] = {}  # query index -> starts of candidate lines
+        for qid, end in found:
+            candidates.setdefault(qid, set()).add(block.start_of(max(end - 1, 0)))
+        for qi, key in enumerate(self.engine.keys):
+            query, result = self.queries.queries[key], self.results[key]
+            if result.unknown:
+                continue
+            if key in self.engine.slow:
+                self.slow_query(query, result, block)
+            elif qi in candidates:
+                self.check(query, result, block, sorted(candidates[qi]))
+
+    def check(self, query: Query, result: QueryResult, block: _Block,
+              starts: list[int]) -> None:
+        """The exact regex on each candidate line (and the lines just before it, for a
+        match that spans a hard-wrapped message)."""
+        done: set[int] = set()
+        for start in starts:
+            window = [start]
+            for _ in range(2):
+                prev = block.prev_start(window[0])
+                if prev is None:
+                    break
+                window.insert(0, prev)
+            for i in range(len(window)):  # the earliest line a match starts on wins
+                head = window[i]
+                if head in done:
+                    continue
+                lines = [block.line(s) for s in window[i:]]
+                if not query.counts(lines[0]):
+                    continue
+                text = "\n".join(ln.message for ln in lines)
+                try:
+                    m = query.regex.search(text, timeout=LINE_TIMEOUT_S)
+                except TimeoutError:
+                    result.unknown = (f"regex {query.regex.pattern[:60]!r} timed out on line "
+                                      f"{lines[0].number}")
+                    return
+                if m is not None and m.start() <= len(lines[0].message):
+                    done.add(head)
+                    self.record(result, head, lines[0], m, block)
+                    break
+
+    def slow_query(self, query: Query, result: QueryResult, block: _Block) -> None:
+        """No prefilter: the exact regex over the block's messages (the pure-Python path)."""
+        messages, newlines = block.messages()
+        pos = 0
+        try:
+            while pos <= len(messages):
+                m = query.regex.search(messages, pos, timeout=BLOCK_TIMEOUT_S)
+                if m is None:
+                    break
+                idx = bisect_right(newlines, m.start() - 1)
+                start = block.start_of_index(idx)
+                line = block.line(start)
+                if query.counts(line):
+                    self.record(result, start, line, m, block)
+                # One report per line: go on from the next line.
+                pos = newlines[idx] + 1 if idx < len(newlines) else len(messages) + 1
+        except TimeoutError:
+            result.unknown = (f"regex {query.regex.pattern[:60]!r} timed out on a "
+                              f"{len(messages):,}-character stretch of the log")
+
+    def record(self, result: QueryResult, start: int, line: LogLine, m: Any,
+               block: _Block) -> None:
+        if any(h.line.number == line.number for h in result.last):
+            return
+        hit = Hit(line, (m.group(0), *m.groups()), m.span())
+        result.count += 1
+        result.last.append(hit)
+        if len(result.first) < KEEP_FIRST:
+            hit.before = block.before(start, MAX_CONTEXT, self.recent)
+            result.first.append(hit)
+            nxt = block.next_start(start)
+            self.waiting.append((hit, len(block.data) if nxt is None else nxt))
+
+    def fill_after(self, block: _Block) -> None:
+        """Lines after each kept hit, up to MAX_CONTEXT, as far as this block reaches."""
+        still: list[tuple[Hit, int | None]] = []
+        for hit, start in self.waiting:  # start None: from the top of this (a later) block
+            for line in block.lines_from(0 if start is None else start,
+                                         MAX_CONTEXT - len(hit.after)):
+                hit.after.append(line)
+            if len(hit.after) < MAX_CONTEXT:
+                still.append((hit, None))  # go on from the start of the next block
+        self.waiting = still
+
+
+def _clean_bytes(block: bytes) -> bytes:
+    return _CONTROL_B.sub(b"", _ANSI_B.sub(b"", block))
+
+
+_ANSI_B = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|#033\[[0-9;]*m")
+_CONTROL_B = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+class _Block:
+    """Whole lines of a log (ending with a newline), decoded and parsed only when asked for."""
+
+    def __init__(self, data: bytes, first: int, dropped: int = 0) -> None:
+        self.data = data
+        self.first = first  # number of its first line
+        self.dropped = dropped  # bytes the reader dropped from its last line
+        self.count = data.count(b"\n")
+        self._parsed: dict[int, LogLine] = {}  # by start offset
+        self._marks: list[tuple[int, int]] = [(0, first)]  # known (offset, line number)
+        self._messages: tuple[str, list[int]] | None = None
+        self._line_starts: list[int] | None = None
+
+    def start_of(self, offset: int) -> int:
+        return self.data.rfind(b"\n", 0, offset) + 1 if offset else 0
+
+    def prev_start(self, start: int) -> int | None:
+        return None if start == 0 else self.data.rfind(b"\n", 0, start - 1) + 1
+
+    def number(self, start: int) -> int:
+        """The line number at ``start``, counted from the nearest known mark around it."""
+        i = bisect_right(self._marks, (start, 1 << 62)) - 1
+        offset, number = self._marks[i]
+        if i + 1 < len(self._marks) and self._marks[i + 1][0] - start < start - offset:
+            after, after_number = self._marks[i + 1]
+            number = after_number - self.data.count(b"\n", start, after)
+        else:
+            number += self.data.count(b"\n", offset, start)
+        if offset != start:
+            self._marks.insert(i + 1, (start, number))
+        return number
+
+    def line(self, start: int) -> LogLine:
+        found = self._parsed.get(start)
+        if found is None:
+            end = self.data.find(b"\n", start)
+            raw = self.data[start:min(end, start + MAX_LINE_BYTES)]
+            dropped = end - start - len(raw) + (self.dropped if end == len(self.data) - 1 else 0)
+            found = parse_line(self.number(start), decode(raw), cleaned=True, cut_bytes=dropped)
+            self._parsed[start] = found
+        return found
+
+    def next_start(self, start: int) -> int | None:
+        nxt = self.data.find(b"\n", start) + 1
+        return nxt if nxt < len(self.data) else None
+
+    def before(self, start: int, count: int, recent: deque[LogLine]) -> list[LogLine]:
+        """Up to ``count`` non-empty lines before the line at ``start`` (from the previous
+        block's last lines when this block begins first)."""
+        out: list[LogLine] = []
+        prev = self.prev_start(start)
+        while prev is not None and len(out) < count:
+            ln = self.line(prev)
+            if ln.raw.strip():
+                out.insert(0, ln)
+            prev = self.prev_start(prev)
+        if len(out) < count and prev is None:
+            older = list(recent)[-(count - len(out)):]
+            out = older + out
+        return out
+
+    def lines_from(self, start: int, count: int) -> list[LogLine]:
+        """Up to ``count`` non-empty lines from ``start`` on, within this block."""
+        out: list[LogLine] = []
+        pos: int | None = start
+        while pos is not None and len(out) < count and pos < len(self.data):
+            ln = self.line(pos)
+            if ln.raw.strip():
+                out.append(ln)
+            pos = self.next_start(pos)
+        return out
+
+    def last_lines(self, count: int) -> list[LogLine]:
+        """The block's last ``count`` non-empty lines, in order."""
+        out: list[LogLine] = []
+        end = self.start_of(len(self.data) - 1)  # of the last line
+        self._marks.append((end, self.first + self.count - 1))
+        self._marks.sort()
+        start: int | None = end
+        while start is not None and len(out) < count:
+            line = self.line(start)
+            if line.raw.strip():
+                out.insert(0, line)
+            start = self.prev_start(start)
+        return out
+
+    def start_of_index(self, idx: int) -> int:
+        if self._line_starts is None:
+            self._line_starts = [0, *(m.end() for m in re.finditer(b"\n", self.data))]
+            for n, s in enumerate(self._line_starts[:-1]):
+                self._marks.append((s, self.first + n))
+            self._marks.sort()
+        return self._line_starts[idx]
+
+    def messages(self) -> tuple[str, list[int]]:
+        """The block's messages, one per line (prefixes stripped), and where its lines end;
+        for the pure-Python path."""
+        if self._messages is None:
+            text = decode(self.data[:-1])
+            if "\r" in text:
+                text = "\n".join(parse_line(0, ln, cleaned=True).message if "\r" in ln else ln
+                                 for ln in text.split("\n"))
+            text = _PREFIX_LINES.sub("", text)
+            newlines = [m.start() for m in regex.finditer("\n", text)]
+            self._messages = (text, newlines)
+        return self._messages
+
+
+def scan(source: LogSource, queries: QuerySet) -> LogIndex:
+    """Search a log once for every query; memory stays bounded whatever its size."""
+    return _Scan(source, queries).run()
+
+
+def queries_of(regexes: Iterable[tuple[Any, frozenset[str] | None, int]]) -> QuerySet:
+    """A QuerySet from (compiled regex, levels, keep_last) triples."""
+    out = QuerySet()
+    for rx, levels, keep in regexes:
+        out.add(Query(rx, levels), keep)
+    return out

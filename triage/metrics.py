@@ -13,8 +13,6 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from prometheus_client.parser import text_string_to_metric_families
-
 # Logical name -> exposed names, newest first.
 GAUGES = {
     "requests_running": ("vllm:num_requests_running",),
@@ -160,6 +158,9 @@ def _logical(name: str, table: Mapping[str, tuple[str, ...]]) -> str | None:
 
 
 def parse_metrics(text: str) -> MetricsView:
+    # Imported here: a scan of crash-looping pods often has no /metrics to parse.
+    from prometheus_client.parser import text_string_to_metric_families
+
     view = MetricsView()
     models: set[str] = set()
     try:

@@ -6,10 +6,10 @@ from pathlib import Path
 
 from triage import checklist
 from triage.collect import InputError
-from triage.facts import ContainerContext, Fact
+from triage.facts import LOG_QUERIES, ContainerContext, Fact
 from triage.report import build
 from triage.results import Report
-from triage.rules.evaluate import Evaluator, classify
+from triage.rules.evaluate import Evaluator, classify, queries_for
 from triage.rules.loader import builtin_dir, load_patterns
 from triage.rules.warn_when import apply_warn_when
 from triage.selection import triaged_containers
@@ -24,9 +24,11 @@ def analyze(snapshot: Snapshot, pattern_dirs: list[Path] | None = None) -> Repor
     loaded = load_patterns(pattern_dirs or [])
     warnings = [f"pattern skipped: {e}" for e in loaded.errors]
     shared: dict[tuple[str, ...], Fact] = {}  # facts of a pod, node or workload, computed once
+    # Every regex of the patterns and the facts, answered by one pass over each log.
+    queries = LOG_QUERIES.merged(queries_for(loaded.patterns))
 
     def contexts(pod: Obj) -> list[ContainerContext]:
-        return [ContainerContext(snapshot, pod, c, shared)
+        return [ContainerContext(snapshot, pod, c, shared, queries=queries)
                 for c in triaged_containers(pod, snapshot.selector)]
 
     pods, rule_warnings = classify(snapshot, loaded.patterns, contexts)

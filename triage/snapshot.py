@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from triage.logs import LogSource
+
 Obj = dict[str, Any]
 
 # Resource kinds a snapshot holds, by the plural the API uses. The order is
@@ -65,8 +67,8 @@ class Snapshot:
     collected_at: str  # RFC 3339, UTC
     tool_version: str
     objects: dict[str, list[Obj]] = field(default_factory=dict)
-    # (namespace, pod, container, stream) -> text
-    logs: dict[tuple[str, str, str, str], str] = field(default_factory=dict)
+    # (namespace, pod, container, stream) -> where the log's bytes are
+    logs: dict[tuple[str, str, str, str], LogSource] = field(default_factory=dict)
     # (namespace, pod) -> Prometheus exposition text
     metrics: dict[tuple[str, str], str] = field(default_factory=dict)
     failures: list[ReadFailure] = field(default_factory=list)
@@ -111,7 +113,7 @@ class Snapshot:
             self._indexes[kind] = cached
         return cached[2]
 
-    def log(self, namespace: str, pod: str, container: str, stream: str) -> str | None:
+    def log(self, namespace: str, pod: str, container: str, stream: str) -> LogSource | None:
         return self.logs.get((namespace, pod, container, stream))
 
     def events_about(self, kind: str, namespace: str, name: str) -> Iterator[Obj]:

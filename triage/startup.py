@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import regex
 
-from triage.logs import LogLine, LogText
+from triage.logs import LogIndex, LogLine, Query, queries_of
 
 _NUM = r"([\d,]+(?:\.\d+)?)"
 
@@ -97,48 +97,52 @@ class StartupReport:
         return self.init_engine_seconds or self.load_seconds
 
 
-def read_startup(text: LogText) -> StartupReport:
+# The queries a scan must answer for read_startup: every rule's first and last line.
+QUERIES = queries_of((rx, None, 1) for _, rx in _RULES)
+
+
+def read_startup(index: LogIndex) -> StartupReport:
+    """The numbers vLLM printed in one log; the last value of each wins, as vLLM's own
+    later lines supersede its earlier ones within a start."""
     rep = StartupReport()
-    lines = text.lines
-    # Every rule searched once over the whole log, then applied in line order.
-    hits = sorted(
-        ((index, order, name, m)
-         for order, (name, rx) in enumerate(_RULES)
-         for index, m in text.matching(rx)),
-        key=lambda hit: (hit[0], hit[1]),
-    )
-    rep.first_line = next((ln for ln in lines if _stamp(ln.raw) is not None), None)
+    found = {name: index.result(Query(rx)) for name, rx in _RULES}
+    rep.first_line = next((ln for ln in index.head if _stamp(ln.raw) is not None), None)
     rep.first_stamp = _stamp(rep.first_line.raw) if rep.first_line else None
-    for index, _, name, m in hits:
-        line = lines[index]
+    for name, result in found.items():
+        if not result.count:
+            continue
+        last = result.last[-1]
+        g = last.groups
         if name == "kv_cache_tokens":
-            rep.kv_cache_tokens = int(_n(m.group(1)))
+            rep.kv_cache_tokens = int(_n(str(g[1])))
         elif name == "max_concurrency":
-            rep.concurrency_tokens = int(_n(m.group(1)))
-            rep.max_concurrency = _n(m.group(2))
+            rep.concurrency_tokens = int(_n(str(g[1])))
+            rep.max_concurrency = _n(str(g[2]))
         elif name == "gpu_blocks":
-            rep.gpu_blocks = int(_n(m.group(1)))
+            rep.gpu_blocks = int(_n(str(g[1])))
         elif name == "kv_cache_memory_gib":
-            rep.kv_cache_memory_gib = float(m.group(1))
+            rep.kv_cache_memory_gib = float(str(g[1]))
         elif name == "weights_seconds":
-            rep.load_seconds = float(m.group(1))
+            rep.load_seconds = max(rep.load_seconds or 0.0, float(str(g[1])))
         elif name == "model_load":
-            rep.weights_gib = float(m.group(1))
-            rep.load_seconds = max(rep.load_seconds or 0.0, float(m.group(2)))
+            rep.weights_gib = float(str(g[1]))
+            rep.load_seconds = max(rep.load_seconds or 0.0, float(str(g[2])))
         elif name == "model_load_v0":
-            rep.weights_gib = float(m.group(1))
+            rep.weights_gib = float(str(g[1]))
         elif name == "init_engine_seconds":
-            rep.init_engine_seconds = float(m.group(1))
-        elif name == "ready" and not rep.ready:
-            rep.ready, rep.ready_line = True, line
+            rep.init_engine_seconds = float(str(g[1]))
+        elif name == "ready":
+            first = result.first[0]
+            rep.ready, rep.ready_line = True, first.line
             # the ready line, or the first stamped line after it (uvicorn's have none)
-            rep.ready_stamp = next((s for s in (_stamp(ln.raw) for ln in lines[index:])
-                                    if s is not None), None)
+            rep.ready_stamp = next((s for s in (_stamp(ln.raw) for ln in
+                                                [first.line, *first.after]) if s is not None),
+                                   None)
         elif name == "loading":
-            rep.last_progress = line
+            rep.last_progress = last.line
         elif name == "download":
             rep.downloaded = True
-        rep.evidence.setdefault(name, line)
+        rep.evidence[name] = result.first[0].line if name in ("ready", "download") else last.line
     return rep
 
 

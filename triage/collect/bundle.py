@@ -30,6 +30,7 @@ import yaml
 
 from triage import __version__, selection
 from triage.collect import InputError
+from triage.logs import LogSource
 from triage.redact import redact_object, redact_text
 from triage.snapshot import ALL_KINDS, Obj, ReadFailure, Snapshot
 
@@ -46,7 +47,7 @@ def load(path: Path) -> Snapshot:
     if not path.exists():
         raise InputError(f"{path}: no such file or directory")
     if path.is_dir():
-        return _load_dir(_root_of(path))
+        return _load_dir(_root_of(path), stream_logs=True)
     try:
         with tarfile.open(path, "r:*") as tar, tempfile.TemporaryDirectory() as tmp:
             _safe_extract(tar, Path(tmp))
@@ -156,7 +157,9 @@ def _check_schema(path: Path, manifest: dict[str, Any]) -> None:
                      f"it with vllm-triage {writer}, or collect it again")
 
 
-def _load_dir(root: Path) -> Snapshot:
+def _load_dir(root: Path, stream_logs: bool = False) -> Snapshot:
+    """``stream_logs``: logs are read from their files while being scanned (a directory);
+    otherwise into memory (a tarball's members, unpacked to a directory that goes away)."""
     man = _manifest(root)
     snap = Snapshot(
         context=man.get("context"),
@@ -198,8 +201,10 @@ def _load_dir(root: Path) -> Snapshot:
             stream = "current"
             if name.endswith(".previous"):
                 name, stream = name[: -len(".previous")], "previous"
-            snap.logs[(ns, pod, name, stream)] = redact_text(
-                p.read_bytes().decode("utf-8", errors="replace"))
+            # Logs are not redacted here: what leaves the tool (evidence, reports, bundles)
+            # is, and a log may be far larger than memory.
+            snap.logs[(ns, pod, name, stream)] = (LogSource(path=p) if stream_logs
+                                                  else LogSource(data=p.read_bytes()))
     metrics = root / "metrics"
     if metrics.is_dir():
         for p in sorted(metrics.glob("*/*.txt")):
@@ -245,9 +250,10 @@ def write(snapshot: Snapshot, out: Path) -> None:
         doc = {"apiVersion": api_version, "kind": list_kind, "metadata": {},
                "items": [redact_object(o) for o in items]}
         members.append((f"objects/{kind}.json", json.dumps(doc, indent=1).encode()))
-    for (ns, pod, container, stream), text in sorted(snapshot.logs.items()):
+    for (ns, pod, container, stream), source in sorted(snapshot.logs.items()):
         suffix = ".previous.log" if stream == "previous" else ".log"
-        members.append((f"logs/{ns}/{pod}/{container}{suffix}", redact_text(text).encode()))
+        members.append((f"logs/{ns}/{pod}/{container}{suffix}",
+                        redact_text(source.text()).encode()))
     for (ns, pod), text in sorted(snapshot.metrics.items()):
         members.append((f"metrics/{ns}/{pod}.txt", redact_text(text).encode()))
     top = PurePosixPath("vllm-triage-bundle")

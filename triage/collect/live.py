@@ -29,7 +29,7 @@ from kubernetes.config.config_exception import ConfigException
 
 from triage import __version__, selection, workload
 from triage.collect import ClusterUnreachable, InputError
-from triage.logs import decode
+from triage.logs import LogSource, decode
 from triage.redact import redact_object, redact_text
 from triage.snapshot import Obj, ReadFailure, Snapshot, meta
 
@@ -384,7 +384,7 @@ class LiveCollector:
                     break
                 # The lines that fit show how long they are: jump, do not creep.
                 tail = max(1, min(tail // 10, body.count(b"\n") // 2))
-            snap.logs[(ns, pod, container, stream)] = redact_text(decode(body))
+            snap.logs[(ns, pod, container, stream)] = LogSource.of(redact_text(decode(body)))
         return run
 
     def _metrics_jobs(self, snap: Snapshot, pod: Obj) -> list[tuple[str, Callable[[], None]]]:

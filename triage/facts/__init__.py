@@ -20,8 +20,9 @@ from functools import cached_property
 from typing import Any
 
 from triage import engine_config, workload
+from triage import startup as startup_lines
 from triage.engine_config import EngineConfig
-from triage.logs import LogLine, LogText, split_lines
+from triage.logs import LogIndex, QuerySet, scan
 from triage.metrics import MetricsView, parse_metrics
 from triage.snapshot import CURRENT, LOG_STREAMS, PREVIOUS, Obj, Snapshot, meta
 from triage.startup import StartupReport, read_startup
@@ -68,6 +69,8 @@ class FactSpec:
 
 
 REGISTRY: dict[str, FactSpec] = {}
+# The regexes facts read from logs, answered by every scan's one pass.
+LOG_QUERIES = QuerySet().merged(startup_lines.QUERIES)
 
 
 def fact(name: str, *, unit: str, scope: str, doc: str
@@ -100,7 +103,8 @@ class ContainerContext:
     def __init__(self, snapshot: Snapshot, pod: Obj, container: Obj,
                  shared: dict[tuple[str, ...], Fact] | None = None,
                  given: dict[str, Any] | None = None,
-                 given_metrics: dict[str, float] | None = None) -> None:
+                 given_metrics: dict[str, float] | None = None,
+                 queries: QuerySet | None = None) -> None:
         self.snapshot = snapshot
         self.pod = pod
         self.container = container
@@ -111,6 +115,9 @@ class ContainerContext:
         self._own: dict[tuple[str, ...], Fact] = {}
         self._given = given or {}
         self._given_metrics = given_metrics
+        # Every regex a scan of this container's logs answers in its one pass; one not
+        # in here is searched on its own when asked for.
+        self.queries = queries if queries is not None else LOG_QUERIES
 
     # --- inputs -----------------------------------------------------------
 
@@ -118,12 +125,9 @@ class ContainerContext:
     def status(self) -> Obj:
         return workload.container_status(self.pod, self.name)
 
-    def log_text(self, stream: str) -> str | None:
-        return self.snapshot.log(self.namespace, self.pod_name, self.name, stream)
-
     def log_failure(self, stream: str) -> str | None:
         """Why a log stream that exists could not be read; None when read or absent."""
-        if self.log_text(stream) is not None:
+        if self.snapshot.log(self.namespace, self.pod_name, self.name, stream) is not None:
             return None
         failed = self.snapshot.failure("logs", self.namespace, self.pod_name, self.name, stream)
         return str(failed) if failed else None
@@ -132,18 +136,22 @@ class ContainerContext:
         return [f for f in (self.log_failure(s) for s in LOG_STREAMS) if f]
 
     @cached_property
-    def texts(self) -> dict[str, LogText]:
-        """Each log stream read, parsed once."""
-        out: dict[str, LogText] = {}
+    def _logs(self) -> dict[str, LogIndex]:
+        """Each log stream read, searched once for every query."""
+        out: dict[str, LogIndex] = {}
         for stream in (CURRENT, PREVIOUS):
-            text = self.log_text(stream)
-            if text is not None:
-                out[stream] = LogText(split_lines(text))
+            source = self.snapshot.log(self.namespace, self.pod_name, self.name, stream)
+            if source is not None:
+                out[stream] = scan(source, self.queries)
         return out
 
+    def log(self, stream: str) -> LogIndex | None:
+        """The scanned log of a stream; None when it was not read."""
+        return self._logs.get(stream)
+
     @property
-    def lines(self) -> dict[str, list[LogLine]]:
-        return {stream: text.lines for stream, text in self.texts.items()}
+    def logs(self) -> dict[str, LogIndex]:
+        return self._logs
 
     @cached_property
     def engine(self) -> EngineConfig:
@@ -151,7 +159,7 @@ class ContainerContext:
 
     @cached_property
     def startup(self) -> dict[str, StartupReport]:
-        return {stream: read_startup(text) for stream, text in self.texts.items()}
+        return {stream: read_startup(index) for stream, index in self._logs.items()}
 
     @cached_property
     def metrics(self) -> MetricsView | None:

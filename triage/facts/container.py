@@ -98,14 +98,14 @@ def container_started(ctx: ContainerContext) -> Measured:
 @fact("logs_read", unit="list", scope="container",
       doc="the log streams that were read for the container (current, previous)")
 def logs_read(ctx: ContainerContext) -> Measured:
-    read = [s for s in LOG_STREAMS if s in ctx.texts]
+    read = [s for s in LOG_STREAMS if ctx.log(s) is not None]
     return Measured(read, " and ".join(f"{stream_label(s)}" for s in read) or "no log read")
 
 
 @fact("log_lines_read", unit="lines", scope="container",
-      doc="non-empty lines in the log streams that were read")
+      doc="lines in the log streams that were read")
 def log_lines_read(ctx: ContainerContext) -> Measured:
-    n = sum(len(lines) for lines in ctx.lines.values())
+    n = sum(index.lines for index in ctx.logs.values())
     return Measured(n, f"{n} lines")
 
 

@@ -2,31 +2,38 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import regex
 
 from triage import workload
-from triage.facts import ContainerContext, Measured, Unmeasurable, fact, stream_label
-from triage.logs import LogLine
+from triage.facts import (
+    LOG_QUERIES,
+    ContainerContext,
+    Measured,
+    Unmeasurable,
+    fact,
+    stream_label,
+)
+from triage.logs import Hit, LogLine, Query
 from triage.snapshot import CURRENT, PREVIOUS, meta
 
-_MAX_MODEL_LEN_LOG = regex.compile(r"\bUsing max model len (\d+)|\bmax_seq_len=(\d+)")
-_BATCHED_TOKENS_LOG = regex.compile(
-    r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)")
+_MAX_MODEL_LEN_LOG = LOG_QUERIES.add(Query(regex.compile(
+    r"\bUsing max model len (\d+)|\bmax_seq_len=(\d+)")))
+_BATCHED_TOKENS_LOG = LOG_QUERIES.add(Query(regex.compile(
+    r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)")))
 
 
 def where(ctx: ContainerContext, stream: str, line: LogLine) -> str:
     return f"{stream_label(stream)} ({ctx.name}) line {line.number}: {line.message.strip()}"
 
 
-def _last_log_match(ctx: ContainerContext, rx: Any) -> tuple[Any, str, LogLine] | None:
-    """The last line matching ``rx``, from the current log first, then the previous one."""
+def _last_log_match(ctx: ContainerContext, query: Query) -> tuple[Hit, str] | None:
+    """The last line matching ``query``, from the current log first, then the previous one."""
     for stream in (CURRENT, PREVIOUS):
-        for line in reversed(ctx.lines.get(stream, [])):
-            m = rx.search(line.message)
-            if m:
-                return m, stream, line
+        index = ctx.log(stream)
+        if index is not None:
+            result = index.result(query)
+            if result.count:
+                return result.last[-1], stream
     return None
 
 
@@ -87,9 +94,10 @@ def max_model_len(ctx: ContainerContext) -> Measured:
         _logs_complete(ctx)
         return Measured(None, f"container {ctx.name}: --max-model-len unset and no log line says "
                               "which context length vLLM took from the model's config")
-    m, stream, line = found
-    n = int(m.group(1) or m.group(2))
-    snippet = line.message[max(0, m.start() - 40):m.end()].strip()
+    hit, stream = found
+    line = hit.line
+    n = int(hit.groups[1] or hit.groups[2] or 0)
+    snippet = line.message[max(0, hit.span[0] - 40):hit.span[1]].strip()
     return Measured(n, f"container {ctx.name}: --max-model-len unset, so vLLM serves the "
                        f"model's full context of {n:,} tokens ({stream_label(stream)} "
                        f"({ctx.name}) line {line.number}: ...{snippet})")
@@ -161,10 +169,10 @@ def max_num_batched_tokens(ctx: ContainerContext) -> Measured:
                         f"container {ctx.name}: {ctx.engine.describe('max-num-batched-tokens')}")
     found = _last_log_match(ctx, _BATCHED_TOKENS_LOG)
     if found is not None:
-        m, stream, line = found
-        return Measured(int(m.group(1)), f"container {ctx.name}: --max-num-batched-tokens "
-                                         f"unset; vLLM chose {int(m.group(1)):,} "
-                                         f"({where(ctx, stream, line)})")
+        hit, stream = found
+        value = int(hit.groups[1] or 0)
+        return Measured(value, f"container {ctx.name}: --max-num-batched-tokens "
+                               f"unset; vLLM chose {value:,} ({where(ctx, stream, hit.line)})")
     _logs_complete(ctx)
     return Measured(None, f"container {ctx.name}: --max-num-batched-tokens unset and vLLM "
                           "logged no chunked-prefill token budget (without chunked prefill a "

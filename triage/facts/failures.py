@@ -17,12 +17,19 @@ from __future__ import annotations
 
 import regex
 
-from triage.facts import ContainerContext, Measured, Unmeasurable, fact, stream_label
-from triage.logs import LogLine
+from triage.facts import (
+    LOG_QUERIES,
+    ContainerContext,
+    Measured,
+    Unmeasurable,
+    fact,
+    stream_label,
+)
+from triage.logs import LogLine, Query
 from triage.snapshot import CURRENT, PREVIOUS
 
 # Most specific first: a timeout or a transport beats the bare result code.
-_NCCL_KINDS: tuple[tuple[str, regex.Pattern[str]], ...] = (
+_NCCL_REGEXES: tuple[tuple[str, regex.Pattern[str]], ...] = (
     ("collective timeout", regex.compile(
         r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), "
         r"OpType=(?P<op>\w+)[^)]*?Timeout\(ms\)=(?P<ms>\d+)\)")),
@@ -44,6 +51,8 @@ _NCCL_KINDS: tuple[tuple[str, regex.Pattern[str]], ...] = (
         r"unhandled system error|\bncclSystemError\b|NCCL_ERROR_SYSTEM_ERROR")),
     ("NCCL CUDA error", regex.compile(r"unhandled cuda error|\bncclUnhandledCudaError\b")),
 )
+# Answered by the scan's one pass over each log, like every pattern's regex.
+_NCCL_KINDS = tuple((kind, LOG_QUERIES.add(Query(rx))) for kind, rx in _NCCL_REGEXES)
 _RANK = (
     regex.compile(r"\[[Rr]ank ?(\d+)\]"),
     regex.compile(r"\bWorker_TP(\d+)"),
@@ -68,10 +77,12 @@ def _rank(line: LogLine) -> str:
           "InfiniBand verbs, sockets, or only NCCL's result code; the evidence names the line "
           "and the rank; None when the logs read show none")
 def nccl_failure(ctx: ContainerContext) -> Measured:
-    for kind, rx in _NCCL_KINDS:
+    for kind, query in _NCCL_KINDS:
         for stream in (PREVIOUS, CURRENT):
-            for line in ctx.lines.get(stream, []):
-                m = rx.search(line.message)
+            index = ctx.log(stream)
+            for hit in index.result(query).first if index is not None else []:
+                line = hit.line
+                m = query.regex.search(line.message)
                 if m is None:
                     continue
                 what = kind

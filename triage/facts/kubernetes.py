@@ -307,12 +307,12 @@ def quantity_mib(text: str) -> float | None:
 
 
 @fact("previous_log_lines", unit="lines", scope="container",
-      doc="non-empty lines in the previous container's log; 0 when it was empty, None when "
+      doc="lines in the previous container's log; 0 when it was empty (or blank), None when "
           "it was not read (the evidence says why) or there is none")
 def previous_log_lines(ctx: ContainerContext) -> Measured:
-    text = ctx.texts.get(PREVIOUS)
-    if text is not None:
-        n = len(text.lines)
+    index = ctx.log(PREVIOUS)
+    if index is not None:
+        n = 0 if index.empty else index.lines
         return Measured(n, f"the previous log of container {ctx.name} has {n} line(s)"
                            + (": empty" if n == 0 else ""))
     why = ctx.log_failure(PREVIOUS)

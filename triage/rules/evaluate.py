@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -22,10 +22,11 @@ import regex
 
 from triage import workload
 from triage.facts import ContainerContext, Fact
-from triage.logs import LogLine, LogText, parse_line
+from triage.logs import LogLine, Query, QuerySet, parse_line
 from triage.results import Finding, Severity, Unevaluated, Verdict
 from triage.rules.fields import dig_path
 from triage.rules.language import (
+    LOG_LEVELS,
     AllOf,
     AnyOf,
     Comparison,
@@ -40,14 +41,13 @@ from triage.rules.language import (
     Not,
     Pattern,
     RootCauseLeaf,
+    walk,
 )
 from triage.snapshot import LOG_STREAMS, Obj, Snapshot, meta
 
 # No single regex search may take longer than this: a pattern that hits it
 # is unknown for that log, never allowed to hang.
 REGEX_TIMEOUT_S = 0.25
-# One pattern searched over a whole log (megabytes) in one call.
-WHOLE_LOG_TIMEOUT_S = 5.0
 MAX_MATCHES_PER_LEAF = 3
 
 
@@ -163,53 +163,61 @@ class Evaluator:
             self._warn(f"pattern {pid}: regex timed out on a line; that line was not checked")
             raise
 
-    def _matching_lines(self, leaf: LogLeaf, text: LogText, window: list[LogLine],
-                        pid: str) -> Iterator[int]:
-        """Indexes into ``window`` of the lines whose message the leaf's regex matches."""
-        if window is not text.lines:  # a tail window: a handful of lines, one by one
-            for idx, line in enumerate(window):
-                if self._search(leaf.regex, line.message, pid) is not None:
-                    yield idx
-            return
-        for idx, _ in text.matching(leaf.regex, WHOLE_LOG_TIMEOUT_S):
-            yield idx
-
     def log(self, leaf: LogLeaf, ctx: ContainerContext, pid: str) -> Outcome:
         out: list[str] = []
-        matches = 0
+        total = shown = 0
         unknown: str | None = None
         streams = LOG_STREAMS if leaf.stream == "any" else (leaf.stream,)
         for stream in streams:
-            text = ctx.texts.get(stream)
-            if text is None:
+            index = ctx.log(stream)
+            if index is None:
                 unknown = unknown or ctx.log_failure(stream)
                 continue
-            if not text.lines:
-                continue
-            window = text.lines[-leaf.tail:] if leaf.tail else text.lines
-            try:
-                for idx in self._matching_lines(leaf, text, window, pid):
-                    line = window[idx]
-                    if (line.level or "NONE") not in leaf.levels:
-                        continue
-                    matches += 1
-                    if matches <= MAX_MATCHES_PER_LEAF:
-                        lo = max(0, idx - leaf.context)
-                        hi = min(len(window), idx + leaf.context + 1)
-                        for j in range(lo, hi):
-                            item = log_evidence(ctx, stream, window[j], marked=j == idx)
-                            if item not in out:
-                                out.append(item)
-            except TimeoutError:
-                why = (f"pattern {pid}: its regex timed out on the {stream} log of "
-                       f"{ctx.namespace}/{ctx.pod_name} ({ctx.name})")
-                self._warn(why)
+            if leaf.tail:
+                found, why = self._tail(leaf, index.tail[-leaf.tail:], pid)
+                total += len(found)
+            else:
+                result = index.result(log_query(leaf))
+                found = [(h.line, h.before, h.after) for h in result.first]
+                total += result.count
+                why = result.unknown
+                if why:
+                    self._warn(f"pattern {pid}: {why} in the {stream} log of "
+                               f"{ctx.namespace}/{ctx.pod_name} ({ctx.name})")
+                    why = f"pattern {pid}: {why}"
+            if why and not found:
                 unknown = unknown or why
-        if matches:
-            if matches > MAX_MATCHES_PER_LEAF:
-                out.append(f"... and {matches - MAX_MATCHES_PER_LEAF} more matching line(s)")
+            for line, before, after in found:
+                if shown == MAX_MATCHES_PER_LEAF:
+                    break
+                shown += 1
+                context = [*(before[len(before) - leaf.context:] if leaf.context else []), line,
+                           *after[:leaf.context]]
+                for ln in context:
+                    item = log_evidence(ctx, stream, ln, marked=ln is line)
+                    if item not in out:
+                        out.append(item)
+        if total:
+            if total > shown:
+                out.append(f"... and {total - shown} more matching line(s)")
             return _true(*out)
         return _unknown(unknown) if unknown else FALSE
+
+    def _tail(self, leaf: LogLeaf, window: list[LogLine], pid: str
+              ) -> tuple[list[tuple[LogLine, list[LogLine], list[LogLine]]], str | None]:
+        """A tail leaf: its regex over the last lines only, one by one."""
+        found: list[tuple[LogLine, list[LogLine], list[LogLine]]] = []
+        for idx, line in enumerate(window):
+            if (line.level or "NONE") not in leaf.levels:
+                continue
+            try:
+                if self._search(leaf.regex, line.message, pid) is None:
+                    continue
+            except TimeoutError:
+                return found, f"pattern {pid}: its regex timed out on line {line.number}"
+            found.append((line, window[max(0, idx - leaf.context):idx],
+                          window[idx + 1:idx + 1 + leaf.context]))
+        return found, None
 
     def field(self, leaf: FieldLeaf, ctx: ContainerContext) -> Outcome:
         if leaf.scope == "container":
@@ -389,13 +397,19 @@ def _number(value: Any) -> float | None:
 # ("file.py:287: UserWarning: ...") are told apart: only shown when no error
 # is found. pydantic's "1 validation error for ModelConfig" (vLLM >= 0.10
 # configs) says what failed on the indented "  Value error, ..." line after it.
+# No \s: the log engine tries a match across a line and the two before it
+# (hard-wrapped messages), and a shape must not start on one line and end on the next.
 _ERROR_SHAPE = regex.compile(
-    r"(?:^|[\])│|]\s*|:\d+: )(?:(?P<trace>Traceback \(most recent)"
+    r"(?:^|[\])│|][ \t]*|:\d+: )(?:(?P<trace>Traceback \(most recent)"
     r"|(?P<warn>[A-Za-z_][\w.]*Warning\b:)"
     r"|(?P<exc>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b:?|Fatal Python error"
     r"|Bus error|Segmentation fault|Killed$))|(?P<nccl>\bNCCL WARN\b)"
-    r"|^\s*(?P<pydantic>Value error, )"
+    r"|^[ \t]*(?P<pydantic>Value error, )"
 )
+
+
+ERROR_LINES = Query(_ERROR_SHAPE)
+ERROR_LINES_KEPT = 256  # the last error-shaped lines kept per log, to find the root cause
 
 
 def root_cause(ctx: ContainerContext, leaf: RootCauseLeaf) -> list[str]:
@@ -406,18 +420,20 @@ def root_cause(ctx: ContainerContext, leaf: RootCauseLeaf) -> list[str]:
     argument dumps and advice); a wrapper (``leaf.skip``) still beats the
     bare tail, because it usually repeats what failed.
     """
-    def evidence(stream: str, lines: list[LogLine], cause: LogLine) -> list[str]:
-        rest = [log_evidence(ctx, stream, ln, marked=False) for ln in lines[-leaf.lines:]
-                if ln is not cause]
+    def evidence(stream: str, tail: list[LogLine], cause: LogLine) -> list[str]:
+        rest = [log_evidence(ctx, stream, ln, marked=False) for ln in tail
+                if ln.number != cause.number]
         return [log_evidence(ctx, stream, cause, marked=True), *rest]
 
     for stream in ("previous", "current"):
-        lines = ctx.lines.get(stream)
-        if not lines:
+        index = ctx.log(stream)
+        if index is None or index.empty:
             continue
+        tail = index.tail[-leaf.lines:]
         wrapper: LogLine | None = None
         warning: LogLine | None = None
-        for line in reversed(lines):
+        for hit in reversed(index.result(ERROR_LINES, ERROR_LINES_KEPT).last):
+            line = hit.line
             if line.level in ("DEBUG", "INFO"):
                 continue
             m = _ERROR_SHAPE.search(line.message)
@@ -428,12 +444,34 @@ def root_cause(ctx: ContainerContext, leaf: RootCauseLeaf) -> list[str]:
             elif any(rx.search(line.message) for rx in leaf.skip):
                 wrapper = wrapper or line
             else:
-                return evidence(stream, lines, line)
+                return evidence(stream, tail, line)
         second_best = wrapper or warning
         if second_best is not None:
-            return evidence(stream, lines, second_best)
-        return [log_evidence(ctx, stream, ln, marked=False) for ln in lines[-leaf.lines:]]
+            return evidence(stream, tail, second_best)
+        return [log_evidence(ctx, stream, ln, marked=False) for ln in tail]
     return ["no log text could be read for this container"]
+
+
+def log_query(leaf: LogLeaf) -> Query:
+    levels = None if set(leaf.levels) >= set(LOG_LEVELS) else frozenset(leaf.levels)
+    return Query(leaf.regex, levels)
+
+
+def queries_for(patterns: tuple[Pattern, ...]) -> QuerySet:
+    """Every log regex the patterns use, for one pass over each log."""
+    out = QuerySet()
+    out.add(ERROR_LINES, ERROR_LINES_KEPT)
+    for p in patterns:
+        conds: list[Condition] = [p.when, *p.show]
+        if p.escalate is not None:
+            conds.append(p.escalate.when)
+        if p.warn_when is not None:
+            conds.append(p.warn_when)
+        for cond in conds:
+            for leaf in walk(cond, into_not=True):
+                if isinstance(leaf, LogLeaf) and not leaf.tail:
+                    out.add(log_query(leaf))
+    return out
 
 
 # --- running a pattern set over pods ------------------------------------------

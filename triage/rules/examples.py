@@ -15,9 +15,10 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from triage.facts import ContainerContext
+from triage.facts import LOG_QUERIES, ContainerContext
+from triage.logs import LogSource
 from triage.results import Severity
-from triage.rules.evaluate import Evaluator, PodDiagnosis, diagnose
+from triage.rules.evaluate import Evaluator, PodDiagnosis, diagnose, queries_for
 from triage.rules.language import Example, Pattern
 from triage.rules.warn_when import apply_warn_when
 from triage.snapshot import ALL_KINDS, PREVIOUS, Obj, ReadFailure, Snapshot
@@ -107,9 +108,9 @@ def build(example: Example) -> tuple[Snapshot, Obj, Obj]:
         snap.objects.setdefault(kind, []).extend(copy.deepcopy(items))
     name = str(container["name"])
     if example.log is not None:
-        snap.logs[(NAMESPACE, POD, name, "current")] = example.log
+        snap.logs[(NAMESPACE, POD, name, "current")] = LogSource.of(example.log)
     if example.previous_log is not None:
-        snap.logs[(NAMESPACE, POD, name, PREVIOUS)] = example.previous_log
+        snap.logs[(NAMESPACE, POD, name, PREVIOUS)] = LogSource.of(example.previous_log)
     for kind in example.unread:  # what could not be read is not there
         snap.failures.append(ReadFailure(f"{kind} (example)", "403 Forbidden (example)", kind))
         if kind == "logs":
@@ -154,7 +155,8 @@ def run_example(pattern: Pattern, example: Example,
                 severities: dict[str, Severity]) -> ExampleResult:
     snap, pod, container = build(example)
     ctx = ContainerContext(snap, pod, container, given=example.facts,
-                           given_metrics=given_metrics(example))
+                           given_metrics=given_metrics(example),
+                           queries=LOG_QUERIES.merged(queries_for((pattern,))))
     diag = PodDiagnosis(pod, [ctx])
     raised = {fid: severities.get(fid, Severity.WARNING) for fid in example.findings}
     evaluator = Evaluator([])
