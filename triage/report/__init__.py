@@ -85,7 +85,13 @@ Writer = Callable[[Report, bool], str]
 
 
 def writers() -> dict[str, Writer]:
-    from triage.report import html, json_report, markdown, table  # late: each writer's deps
+    from triage.report import (  # late: each writer's deps
+        html,
+        json_report,
+        markdown,
+        table,
+        yaml_report,
+    )
 
-    return {"table": table.render, "json": json_report.render, "markdown": markdown.render,
-            "html": html.render}
+    return {"table": table.render, "json": json_report.render, "yaml": yaml_report.render,
+            "markdown": markdown.render, "html": html.render}
