@@ -107,6 +107,15 @@ class Unreadable:
 
 
 @dataclass(frozen=True)
+class PrometheusSource:
+    """The Prometheus a report's windowed numbers come from."""
+
+    source: str
+    window_seconds: float
+    end: str
+
+
+@dataclass(frozen=True)
 class Report:
     tool_version: str
     generated_at: str
@@ -120,6 +129,7 @@ class Report:
     unreadable: tuple[Unreadable, ...] = ()
     warnings: tuple[str, ...] = ()
     schema: str = field(default=SCHEMA)
+    prometheus: PrometheusSource | None = None
 
     @property
     def failing(self) -> bool:
@@ -168,6 +178,10 @@ class Report:
             ],
             "unreadable": [{"what": u.what, "reason": u.reason} for u in self.unreadable],
             "warnings": list(self.warnings),
+            "prometheus": None if self.prometheus is None else {
+                "source": self.prometheus.source,
+                "window_seconds": self.prometheus.window_seconds,
+                "end": self.prometheus.end},
         }
 
     @classmethod
@@ -184,6 +198,7 @@ class Report:
             owner=p.get("owner"), containers=tuple(p.get("containers") or ()),
             findings=tuple(finding(f) for f in p.get("findings") or ()))
             for p in doc.get("pods") or ())
+        prom = doc.get("prometheus")
         steps = tuple(StepResult(int(s["step"]), s["title"], Verdict(s["verdict"]),
                                  tuple(s.get("evidence") or ()), tuple(s.get("remediation") or ()))
                       for s in doc.get("checklist") or ())
@@ -194,7 +209,9 @@ class Report:
             summary=doc.get("summary", ""), pods=pods, checklist=steps,
             unreadable=tuple(Unreadable(u["what"], u["reason"])
                              for u in doc.get("unreadable") or ()),
-            warnings=tuple(doc.get("warnings") or ()), schema=doc.get("schema", SCHEMA))
+            warnings=tuple(doc.get("warnings") or ()), schema=doc.get("schema", SCHEMA),
+            prometheus=PrometheusSource(str(prom["source"]), float(prom["window_seconds"]),
+                                        str(prom["end"])) if prom else None)
 
 
 T = TypeVar("T")

@@ -139,10 +139,23 @@ def _latency_line(pod: PodDiagnosis, ctx: ContainerContext) -> str:
 
 
 def _prometheus_note(inputs: Inputs) -> list[str]:
-    """When Prometheus was asked and could not answer, say the step is judged from the scrape."""
+    """When Prometheus was asked and said nothing about a pod, say the step is judged from
+    the scrape, and why."""
     failed = [f for f in inputs.failures if f.kind == "prometheus" and not f.what.startswith(
         "Prometheus query ")]
-    return [f"{f} (judged from one scrape of /metrics instead)" for f in failed[:1]]
+    if failed:
+        return [f"{failed[0]} (judged from one scrape of /metrics instead)"]
+    out = []
+    for pod, ctx in inputs.containers():
+        prom = ctx.snapshot.prometheus
+        if ctx.window is not None:
+            out.append(f"window: {ctx.window.source}, {ctx.window.label.split(', ', 1)[1]} "
+                       f"ending {ctx.window.end}")
+        elif prom is not None and ctx.metric_values() is not None:
+            out.append(f"{label(pod)}: {prom.source} has no vLLM series with namespace="
+                       f"{pod.namespace}, pod={pod.name} in the last "
+                       f"{prom.label.rsplit(' ', 1)[-1]} (judged from one scrape of /metrics)")
+    return list(dict.fromkeys(out))
 
 
 class P99Latency(Step):

@@ -460,8 +460,10 @@ class PrometheusCollector:
         try:
             results[first_name] = client.get_json(first_path, first_params)
         except QueryError as exc:
-            snap.failures.append(ReadFailure(f"Prometheus {source}", exc.reason, KIND))
-            return
+            if exc.unreachable:
+                snap.failures.append(ReadFailure(f"Prometheus {source}", exc.reason, KIND))
+                return
+            window.errors[first_name] = exc.reason
         stop = threading.Event()
 
         def run(job: tuple[str, str, dict[str, str]]) -> None:
@@ -477,9 +479,10 @@ class PrometheusCollector:
 
         with ThreadPoolExecutor(max_workers=WORKERS) as pool:
             list(pool.map(run, jobs[1:]))
-        if stop.is_set():
+        if stop.is_set() or not results:
             reason = next(iter(window.errors.values()), "stopped answering")
-            snap.failures.append(ReadFailure(f"Prometheus {source}", reason, KIND))
+            what = "every query" if not stop.is_set() else "stopped answering"
+            snap.failures.append(ReadFailure(f"Prometheus {source} ({what})", reason, KIND))
             return
 
         combine = {q.name: q.combine for q in instant}
@@ -505,9 +508,12 @@ class PrometheusCollector:
         for t in telemetry.values():
             t.values = _pod_values(t.by_model, combine)
         window.pods = dict(sorted(telemetry.items()))
-        for name, reason in sorted(window.errors.items()):
-            snap.failures.append(ReadFailure(f"Prometheus query {name} ({source})", reason,
-                                             KIND))
+        if window.errors:
+            # Some queries failed, others answered: one line naming them all.
+            names = sorted(window.errors)
+            first = window.errors[names[0]]
+            snap.failures.append(ReadFailure(
+                f"Prometheus query {', '.join(names)} ({source})", first, KIND))
         snap.prometheus = window
 
     def _gpus(self, client: Client, results: dict[str, Any], dcgm: list[tuple[str, str]],

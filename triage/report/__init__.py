@@ -14,6 +14,7 @@ from triage import __version__, workload
 from triage.redact import redact_text
 from triage.results import (
     PodResult,
+    PrometheusSource,
     Report,
     Severity,
     StepResult,
@@ -58,6 +59,9 @@ def build(snapshot: Snapshot, pods: list[PodDiagnosis], steps: list[StepResult],
         checklist=tuple(steps),
         unreadable=tuple(Unreadable(f.what, f.reason) for f in snapshot.failures),
         warnings=tuple(warnings),
+        prometheus=None if snapshot.prometheus is None else PrometheusSource(
+            snapshot.prometheus.source, snapshot.prometheus.window_seconds,
+            snapshot.prometheus.end),
     )
     # Everything that reaches a ticket passes the redactor once more.
     return map_strings(report, redact_text)
