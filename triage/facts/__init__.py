@@ -302,3 +302,4 @@ from triage.facts import engine as _engine  # noqa: E402,F401
 from triage.facts import node as _node  # noqa: E402,F401
 from triage.facts import probes as _probes  # noqa: E402,F401
 from triage.facts import rollout as _rollout  # noqa: E402,F401
+from triage.facts import telemetry as _telemetry  # noqa: E402,F401
