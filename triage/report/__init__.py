@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from triage import __version__, workload
+from triage.facts import timeline
 from triage.redact import redact_text
 from triage.results import (
     PodResult,
@@ -42,6 +43,9 @@ def build(snapshot: Snapshot, pods: list[PodDiagnosis], steps: list[StepResult],
             containers=tuple(c.name for c in diag.contexts),
             findings=tuple(diag.findings),
             unevaluated=tuple(diag.unevaluated),
+            timeline=timeline.pod_timeline(diag.contexts),
+            gpu_budget=timeline.gpu_budget(diag.contexts[0]) if diag.contexts else None,
+            series=timeline.window_series(diag.contexts[0]) if diag.contexts else (),
         )
         for diag in pods
     )
