@@ -39,6 +39,9 @@ _TOTAL_CAPACITY = regex.compile(r"has a total capacity of ([\d.]+) GiB|\(GPU \d+
                                 r"total capacity|total_gpu_memory \(([\d.]+) ?GiB\)")
 _GRAPHS = regex.compile(r"Graph capturing finished in \d+ secs?, took ([\d.]+) GiB")
 _MAX_EVENTS = 60
+_EXCEPTION = regex.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception)\b:")
+_WRAPPER = regex.compile(r"Engine core initialization failed|EngineCore failed to start|"
+                         r"Engine process failed to start")
 
 
 def parse_time(stamp: Any) -> datetime | None:
@@ -137,12 +140,16 @@ def _log_events(ctx: ContainerContext, stream: str, rep: StartupReport,
     elif rep.last_progress is not None:
         progress = _short(rep.last_progress.message, 60)
         add(rep.last_progress, "milestone", f"still loading: {progress}")
-    errors = [ln for ln in lines if ln.level in ("ERROR", "CRITICAL")]
+    # The root cause: the last exception that is not vLLM's wrapper around it, else the last
+    # line logged at ERROR.
+    raised = [ln for ln in lines if _EXCEPTION.match(ln.message.strip())
+              and not _WRAPPER.search(ln.message)]
+    errors = raised or [ln for ln in lines if ln.level in ("ERROR", "CRITICAL")]
     if errors:
-        # The root cause is the last error line, not the traceback frames before it.
-        add(errors[-1], "error", f"error: {_short(errors[-1].message, 70)}")
+        add(errors[-1], "error", f"error: {_short(errors[-1].message.strip(), 70)}")
     last = next((ln for ln in reversed(lines) if line_time(ln, anchor) is not None), None)
-    if stream == PREVIOUS and last is not None and (not errors or last is not errors[-1]):
+    if stream == PREVIOUS and last is not None and (rep.ready or rep.last_progress is None) \
+            and (not errors or last is not errors[-1]):
         add(last, "milestone", "previous log ends")
     return out
 
@@ -266,6 +273,23 @@ def _rollout(ctx: ContainerContext) -> list[TimelineEvent]:
     return out
 
 
+def _window_events(ctx: ContainerContext) -> list[TimelineEvent]:
+    """From the Prometheus window: when requests waited, as one span."""
+    telemetry, prom = ctx.telemetry, ctx.snapshot.prometheus
+    if telemetry is None or prom is None:
+        return []
+    waiting = [(t, v) for t, v in telemetry.series.get("requests_waiting", []) if v >= 1]
+    if not waiting:
+        return []
+    first, last = waiting[0][0], waiting[-1][0]
+    peak = max(v for _, v in waiting)
+    start = datetime.fromtimestamp(first, timezone.utc)
+    end = datetime.fromtimestamp(last, timezone.utc)
+    return [TimelineEvent(iso(start), "queue", f"requests waiting (up to {peak:g})",
+                          f"{prom.label}: vllm:num_requests_waiting >= 1 from {iso(start)} "
+                          f"to {iso(end)}", until=iso(end) if last > first else None)]
+
+
 def pod_timeline(contexts: list[ContainerContext]) -> tuple[TimelineEvent, ...]:
     """Everything that happened to the pod, oldest first."""
     if not contexts:
@@ -284,6 +308,7 @@ def pod_timeline(contexts: list[ContainerContext]) -> tuple[TimelineEvent, ...]:
                                          f"node {workload.pod_spec(ctx.pod).get('nodeName')}"))
     out += _events(ctx)
     out += _rollout(ctx)
+    out += _window_events(ctx)
     for c in contexts:
         out += _status_events(c)
         anchors = _run_starts(c)

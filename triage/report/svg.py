@@ -79,6 +79,8 @@ def timeline(events: tuple[TimelineEvent, ...], title: str) -> str:
              "</text>"]
     for t in _ticks(lo, hi):
         xt = x(t)
+        if not left + 30 <= xt <= right - 30:
+            continue  # a tick label at the very edge would be cut
         parts.append(f'<line x1="{xt:.1f}" y1="18" x2="{xt:.1f}" y2="{height - 8}" '
                      'class="grid"/>')
         parts.append(f'<text x="{xt:.1f}" y="28" class="tick" text-anchor="middle">'
@@ -100,7 +102,8 @@ def timeline(events: tuple[TimelineEvent, ...], title: str) -> str:
                  if TIMELINE_KINDS.get(ev.kind) == "fail" else
                  f'<circle cx="{xa:.1f}" cy="{y:.1f}" r="5" fill="{color}"/>')
         parts.append(shape)
-        clock = datetime.fromtimestamp(a or lo, timezone.utc).strftime("%H:%M:%S")
+        clock = datetime.fromtimestamp(a or lo, timezone.utc).strftime(
+            "%m-%d %H:%M:%S" if with_date else "%H:%M:%S")
         text = f"{clock} {ev.label}"
         end = x(b) if b is not None else xa
         # A label sits right of the mark (or of the span), else left of it, else on the bar.
