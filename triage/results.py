@@ -91,7 +91,8 @@ class TimelineEvent:
 TIMELINE_KINDS = {
     "pod": "neutral", "image": "neutral", "rollout": "neutral", "start": "progress",
     "milestone": "progress", "ready": "good", "probe": "warn", "backoff": "warn",
-    "schedule": "warn", "queue": "warn", "kill": "fail", "oom": "fail", "crash": "fail", "error": "fail",
+    "schedule": "warn", "queue": "warn", "kill": "fail", "oom": "fail", "crash": "fail",
+    "error": "fail",
 }
 
 
