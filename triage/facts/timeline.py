@@ -346,7 +346,7 @@ def _card(ctx: ContainerContext) -> tuple[float, str] | None:
             if m:
                 gib = float(next(g for g in m.groups() if g))
                 return gib, (f"{'previous log' if stream == PREVIOUS else 'log'} ({ctx.name}) "
-                             f"line {line.number}: {_short(line.message, 100)}")
+                             f"line {line.number}: ...{m.group(0)}")
     labels = meta(ctx.node).get("labels") or {} if ctx.node is not None else {}
     accel = str(labels.get("cloud.google.com/gke-accelerator") or "")
     if accel in _GKE_ACCELERATOR_MIB:
