@@ -63,7 +63,7 @@ def timeline(events: tuple[TimelineEvent, ...], title: str) -> str:
         lo, hi = lo - 30, hi + 30
     pad = (hi - lo) * 0.02
     lo, hi = lo - pad, hi + pad
-    left, right, top, row = 10, WIDTH - 10, 34, 22
+    left, right, top, row = 10, WIDTH - 10, 36, 24
     height = top + row * len(points) + 14
     with_date = hi - lo > 86400
 
@@ -107,7 +107,7 @@ def timeline(events: tuple[TimelineEvent, ...], title: str) -> str:
         text = f"{clock} {ev.label}"
         end = x(b) if b is not None else xa
         # A label sits right of the mark (or of the span), else left of it, else on the bar.
-        width = 6.6 * len(text)
+        width = 7.2 * len(text)
         if end + 10 + width <= right:
             tx, anchor = end + 10, "start"
         elif xa - 10 - width >= left:
@@ -166,7 +166,7 @@ def budget(b: GpuBudget, title: str) -> str:
         label = f"{name} {value:.2f} GiB"
         parts.append(f'<text x="{legend_x + 16:.1f}" y="{bar_y + bar_h + 24}" class="tick">'
                      f"{e(label)}</text>")
-        legend_x += 24 + 6.6 * len(label)
+        legend_x += 26 + 6.8 * len(label)
         x += w
     if share is not None:
         xs = left + share * scale
@@ -237,20 +237,18 @@ svg.timeline, svg.budget, svg.chart { display: block; max-width: 100%; height: a
 svg .band { fill: #f9fafb; }
 svg .grid { stroke: #eaecf0; stroke-width: 1; }
 svg .axis { stroke: #98a2b3; stroke-width: 1; }
-svg .tick { font: 11px system-ui, sans-serif; fill: #475467; }
-svg .axis-title { font: 600 12px system-ui, sans-serif; fill: #344054; }
-svg .label { font: 12px system-ui, sans-serif; }
-svg .seg-label { font: 600 12px system-ui, sans-serif; }
-svg .caption { font: 12px system-ui, sans-serif; fill: #344054; }
+svg .tick { font: 12px system-ui, sans-serif; fill: #475467; }
+svg .axis-title { font: 600 13px system-ui, sans-serif; fill: #344054; }
+svg .label { font: 13.5px system-ui, sans-serif; }
+svg .seg-label { font: 600 13px system-ui, sans-serif; }
+svg .caption { font: 13.5px system-ui, sans-serif; fill: #344054; }
 svg .share { stroke: #101828; stroke-width: 2; stroke-dasharray: 4 3; }
 svg .dcgm { stroke: #b42318; stroke-width: 2; }
 svg .line { fill: none; stroke: #1570ef; stroke-width: 2; }
-.charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(300px, 1fr));
-  gap: 8px; }
+.charts { display: grid; grid-template-columns: repeat(2, minmax(0, 1fr)); gap: 8px; }
 .budget-notes { font-size: .85em; color: var(--na); margin: 0 0 6px; padding-left: 18px; }
 @media print {
   svg.timeline, svg.budget, svg.chart { -webkit-print-color-adjust: exact;
     print-color-adjust: exact; }
-  .charts { grid-template-columns: 1fr 1fr; }
 }
 """
