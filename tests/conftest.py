@@ -62,3 +62,43 @@ def replay(fixture: str | Path, tmp_path: Path, token: str | None = None
 @pytest.fixture
 def replayer(tmp_path: Path) -> Any:
     return lambda fixture, **kw: replay(fixture, tmp_path, **kw)
+
+
+@pytest.fixture(scope="session")
+def backfilled(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """scenario -> a directory of TSDB blocks holding its history (made once per session)."""
+    from tests.promserver import backfill
+
+    made: dict[str, Path] = {}
+
+    def get(scenario: str) -> Path:
+        if scenario not in made:
+            data = tmp_path_factory.mktemp(f"prom-{scenario}") / "data"
+            backfill(scenario, data)
+            made[scenario] = data
+        return made[scenario]
+    return get
+
+
+@contextmanager
+def replay_with_prometheus(fixture: str, tmp_path: Path, blocks: Path | None,
+                           token: str | None = None
+                           ) -> Iterator[tuple[KubeAPIServer, Path, str | None]]:
+    """Replay a fixture and, when ``blocks`` is given, serve a real Prometheus on a copy of
+    them behind the fixture's Prometheus Service (incident.yaml ``prometheus.service``)."""
+    import shutil
+
+    from tests.promserver import prometheus
+
+    with replay(fixture, tmp_path, token=token) as (server, kubeconfig):
+        if blocks is None:
+            yield server, kubeconfig, None
+            return
+        data = tmp_path / "prometheus" / "data"
+        shutil.copytree(blocks, data)
+        with prometheus(data) as url:
+            service = (server.fixture.incident.get("prometheus") or {}).get("service", "")
+            if service:
+                ns, name = service.split("/", 1)
+                server.service_upstreams[(ns, name)] = url
+            yield server, kubeconfig, url

@@ -60,7 +60,7 @@ RESOURCES: dict[str, tuple[str, str, str, bool, list[str]]] = {
     "horizontalpodautoscalers": ("autoscaling", "v2", "HorizontalPodAutoscaler", True, ["hpa"]),
     "inferenceservices": ("serving.kserve.io", "v1beta1", "InferenceService", True, ["isvc"]),
 }
-SUBRESOURCES = {"pods": ["log", "proxy", "status"]}
+SUBRESOURCES = {"pods": ["log", "proxy", "status"], "services": ["proxy"]}
 
 
 def _status(code: int, reason: str, message: str) -> dict[str, Any]:
@@ -437,8 +437,10 @@ class Handler(BaseHTTPRequestHandler):
             self._list(plural, spec, group, version, items, query, accept)
             return
         name = rest[1]
-        if plural == "pods" and ":" in name and len(rest) >= 3 and rest[2] == "proxy":
-            name = name.split(":", 1)[0]
+        if plural in ("pods", "services") and len(rest) >= 3 and rest[2] == "proxy":
+            # pod:port, service:port or scheme:service:port
+            parts = name.split(":")
+            name = parts[1] if plural == "services" and len(parts) == 3 else parts[0]
         obj = next((o for o in items if (o.get("metadata") or {}).get("name") == name), None)
         if obj is None:
             kind_label = plural if not spec[0] else f"{plural}.{spec[0]}"
@@ -457,6 +459,9 @@ class Handler(BaseHTTPRequestHandler):
             return
         if plural == "pods" and rest[2] == "proxy":
             self._pod_proxy(ns or "", obj, rest[1], "/".join(rest[3:]))
+            return
+        if plural == "services" and rest[2] == "proxy":
+            self._service_proxy(ns or "", name, "/".join(rest[3:]), url.query)
             return
         self._send(404, _status(404, "NotFound", "the server could not find the requested "
                                 "resource"))
@@ -633,6 +638,30 @@ class Handler(BaseHTTPRequestHandler):
             return
         self._send(200, metrics.read_bytes(), "text/plain; version=0.0.4; charset=utf-8")
 
+    def _service_proxy(self, ns: str, name: str, path: str, query: str) -> None:
+        """The API server's service proxy, GET only, to an upstream a test registered
+        (``server.service_upstreams[(ns, name)] = "http://127.0.0.1:PORT"``)."""
+        import urllib.error
+        import urllib.request
+
+        upstream = self.server.service_upstreams.get((ns, name))
+        if upstream is None:
+            self._send(503, _status(503, "ServiceUnavailable",
+                                    f'no endpoints available for service "{name}"'))
+            return
+        target = f"{upstream.rstrip('/')}/{path}" + (f"?{query}" if query else "")
+        try:
+            with urllib.request.urlopen(target, timeout=30) as resp:
+                self._send(resp.status, resp.read(),
+                           resp.headers.get("Content-Type", "application/json"))
+        except urllib.error.HTTPError as exc:
+            self._send(exc.code, exc.read(), exc.headers.get("Content-Type",
+                                                             "application/json"))
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            self._send(503, _status(503, "ServiceUnavailable",
+                                    f"error trying to reach service: {reason}"))
+
     def _group_list(self) -> dict[str, Any]:
         groups: dict[str, set[str]] = {}
         for plural, (group, version, *_rest) in RESOURCES.items():
@@ -726,6 +755,8 @@ class KubeAPIServer(ThreadingHTTPServer):
         self.fixture = Fixture(fixture_dir)
         self.token = token
         self.requests: list[str] = []
+        # (namespace, service) -> base URL the service proxy forwards GETs to.
+        self.service_upstreams: dict[tuple[str, str], str] = {}
         self.request_log = request_log
         self.lock = threading.Lock()
         self.stopping = threading.Event()

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit import OWNED_POD, context, deployment_objects, example, hpa
+from tests.unit import GPU, OWNED_POD, context, deployment_objects, example, hpa, telemetry
 from triage.facts import REGISTRY, ContainerContext
 from triage.rules.examples import build
 
@@ -313,6 +313,25 @@ CASES: dict[str, list[tuple[dict[str, Any], Any]]] = {
     "canary_traffic_percent": [
         ({"pod": ISVC_POD, "objects": isvc({"canaryTrafficPercent": 10})}, 10),
         ({"pod": ISVC_POD, "objects": isvc()}, None)],
+    # DCGM and kube-state-metrics over a Prometheus window: absent (not unknown) without it.
+    "gpu_fb_used_mib": [({"telemetry": telemetry()}, 22600.0), ({}, None),
+                        ({"telemetry": "failed"}, None), ({"telemetry": telemetry([])}, None)],
+    "gpu_fb_free_mib": [({"telemetry": telemetry()}, 71.0), ({}, None)],
+    "gpu_fb_total_mib": [({"telemetry": telemetry()}, 23034.0), ({}, None)],
+    "gpu_utilization_percent": [({"telemetry": telemetry()}, 97.5), ({}, None)],
+    "gpu_xid_last": [({"telemetry": telemetry()}, []),
+                     ({"telemetry": telemetry([{**GPU, "xid_last": 79.0}])}, [79]), ({}, None)],
+    "gpu_xid_new_in_window": [({"telemetry": telemetry()}, False), ({"telemetry": telemetry(
+        [{**GPU, "xid_last": 79.0, "xid_changes": 1.0}])}, True), ({}, None)],
+    "gpu_shared_with": [({"telemetry": telemetry()}, []), ({"telemetry": telemetry(
+        [{**GPU, "shared_with": ["team-b/notebook-0"]}])}, ["team-b/notebook-0"]), ({}, None)],
+    "gpu_fb_used_beyond_vllm_mib": [
+        ({"telemetry": telemetry()}, 22600.0 - 0.9 * 23034.0),
+        ({"telemetry": telemetry(), "container": {"args": [
+            "--model", "Qwen/Qwen3-8B", "--gpu-memory-utilization", "0.5"]}},
+         22600.0 - 0.5 * 23034.0), ({}, None)],
+    "restarts_in_window": [({"telemetry": telemetry(restarts={"vllm": 3.0})}, 3.0),
+                           ({"telemetry": telemetry()}, None), ({}, None)],
 }
 
 

@@ -1,7 +1,7 @@
 """Markdown and HTML reports: right content, safe against hostile log text.
 
-The HTML is checked by parsing (always) and, where a headless Chromium is
-installed, by rendering a screenshot and a PDF (skipped cleanly otherwise).
+The HTML is checked here by parsing; tests/test_browser.py renders it in a
+real headless Chromium.
 """
 
 from __future__ import annotations
@@ -10,8 +10,6 @@ import copy
 import functools
 import json
 import re
-import shutil
-import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -295,23 +293,3 @@ def test_output_file_any_format(fmt: str, tmp_path: Path) -> None:
     expected = {"json": '"schema": "vllm-triage/report/v1"', "html": "<!DOCTYPE html>",
                 "table": "10-step checklist"}[fmt]
     assert expected in text and "10-step checklist" in run.stdout
-
-
-CHROMIUM = next((p for p in (shutil.which("chromium"), shutil.which("chromium-browser"),
-                             shutil.which("google-chrome")) if p), None)
-
-
-@pytest.mark.skipif(CHROMIUM is None, reason="no headless Chromium installed")
-def test_html_renders_in_headless_browser(tmp_path: Path) -> None:
-    page = tmp_path / "report.html"
-    page.write_text(html_writer.render(Report.from_document(hostile(fixture_report())), False), encoding="utf-8")
-    shot, pdf = tmp_path / "shot.png", tmp_path / "report.pdf"
-    base = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-            f"--user-data-dir={tmp_path / 'profile'}"]
-    subprocess.run([*base, "--window-size=1200,2400", f"--screenshot={shot}", page.as_uri()],
-                   capture_output=True, timeout=90, check=False)
-    subprocess.run([*base, "--no-pdf-header-footer", f"--print-to-pdf={pdf}", page.as_uri()],
-                   capture_output=True, timeout=90, check=False)
-    assert shot.exists() and shot.stat().st_size > 20_000  # a page was painted, not blank
-    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert pdf.exists() and pdf.read_bytes()[:5] == b"%PDF-"

@@ -7,22 +7,31 @@ exit code. The server's request log proves the tool only ever sent GETs.
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
-from tests.conftest import FIXTURES, fixture_names, replay, run_cli
+from tests.conftest import FIXTURES, fixture_names, replay_with_prometheus, run_cli
 
 
 @pytest.mark.parametrize("name", fixture_names())
-def test_scan_matches_expected(name: str, tmp_path: Path) -> None:
+def test_scan_matches_expected(name: str, tmp_path: Path, backfilled: Any) -> None:
+    """A fixture with recorded metric history (incident.yaml ``prometheus``) is scanned
+    with a real Prometheus serving it behind the fixture's Prometheus Service."""
     incident = yaml.safe_load((FIXTURES / name / "incident.yaml").read_text())
     expected = incident["expected"]
-    with replay(name, tmp_path) as (server, kubeconfig):
+    history = (incident.get("prometheus") or {}).get("history")
+    blocks = backfilled(history) if history else None
+    # Prometheus is asked about the window ending at the collection time: the fixture's.
+    env = {"SOURCE_DATE_EPOCH": str(int(datetime.fromisoformat(
+        incident["collected_at"].replace("Z", "+00:00")).timestamp()))} if history else None
+    with replay_with_prometheus(name, tmp_path, blocks) as (server, kubeconfig, _url):
         args = ["scan", "--kubeconfig", str(kubeconfig), "-o", "json"]
         args += incident.get("scan_args", [])
-        run = run_cli(*args)
+        run = run_cli(*args, env=env)
         requests = list(server.requests)
     assert run.code == expected["exit_code"], run.stderr + run.stdout[-2000:]
     report = run.json()
@@ -45,7 +54,14 @@ def test_analyze_fixture_directory(name: str) -> None:
     incident = yaml.safe_load((FIXTURES / name / "incident.yaml").read_text())
     if incident.get("faults"):
         pytest.skip("faults are played by the API server; offline there is nothing to refuse")
+    # Offline there is no Prometheus: a fixture that has one says what the scrape alone gives.
+    expected = incident.get("expected_single_scrape") or incident["expected"]
     run = run_cli("analyze", str(FIXTURES / name), "-o", "json")
-    assert run.code == incident["expected"]["exit_code"], run.stderr
-    found = {p["name"]: sorted(f["id"] for f in p["findings"]) for p in run.json()["pods"]}
-    assert found == {pod: sorted(ids) for pod, ids in incident["expected"]["pods"].items()}
+    assert run.code == expected["exit_code"], run.stderr
+    report = run.json()
+    found = {p["name"]: sorted(f["id"] for f in p["findings"]) for p in report["pods"]}
+    assert found == {pod: sorted(ids) for pod, ids in expected["pods"].items()}
+    verdicts = {s["step"]: s["verdict"] for s in report["checklist"]}
+    for step, verdict in (expected.get("checklist") or {}).items() if \
+            "expected_single_scrape" in incident else ():
+        assert verdicts[int(step)] == verdict, (step, report["checklist"][int(step) - 1])

@@ -12,6 +12,7 @@ from typing import Any
 from triage.facts import ContainerContext
 from triage.rules.examples import build, given_metrics
 from triage.rules.language import Example
+from triage.snapshot import PodTelemetry, PrometheusWindow, ReadFailure
 
 
 def example(**kw: Any) -> Example:
@@ -22,11 +23,37 @@ def example(**kw: Any) -> Example:
 
 
 def context(**kw: Any) -> ContainerContext:
-    """The container under test of an example pod built from ``kw`` (Example's keys)."""
+    """The container under test of an example pod built from ``kw`` (Example's keys).
+
+    ``telemetry``: what Prometheus measured about the pod (a PodTelemetry), or
+    "failed" for a Prometheus that could not be read.
+    """
     facts = kw.pop("given_facts", None)
+    telemetry = kw.pop("telemetry", None)
     ex = example(**kw)
     snap, pod, container = build(ex)
+    if telemetry == "failed":
+        snap.failures.append(ReadFailure("Prometheus http://prometheus:9090",
+                                         "ConnectError: [Errno 111] Connection refused",
+                                         "prometheus"))
+    elif telemetry is not None:
+        snap.prometheus = PrometheusWindow(
+            source="http://prometheus:9090", window_seconds=1800.0, end=snap.collected_at,
+            pods={(pod["metadata"]["namespace"], pod["metadata"]["name"]): telemetry})
     return ContainerContext(snap, pod, container, given=facts, given_metrics=given_metrics(ex))
+
+
+GPU = {"uuid": "GPU-5c1e2f3a-8b7d-4e6f-9a0b-1c2d3e4f5a6b", "gpu": "0", "model": "NVIDIA L4",
+       "hostname": "gpu-node-1", "container": "vllm", "fb_used_mib_max": 22600.0,
+       "fb_used_mib": 22400.0, "fb_free_mib_min": 71.0, "fb_free_mib": 271.0,
+       "fb_reserved_mib": 363.0, "util_percent_mean": 97.5, "xid_last": 0.0,
+       "xid_changes": 0.0, "shared_with": []}
+
+
+def telemetry(gpus: list[dict[str, Any]] | None = None, restarts: dict[str, float] | None = None,
+              values: dict[str, float] | None = None) -> PodTelemetry:
+    return PodTelemetry(values=values or {}, gpus=gpus if gpus is not None else [dict(GPU)],
+                        restarts=restarts or {})
 
 
 OWNED_POD = {"metadata": {"ownerReferences": [

@@ -12,9 +12,10 @@ import sys
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import regex
 import typer
@@ -26,6 +27,9 @@ from triage.redact import redact_text
 from triage.report import Report, writers
 from triage.snapshot import Snapshot
 
+if TYPE_CHECKING:
+    from triage.collect.prometheus import PrometheusOptions
+
 # 1 comes from the report (pipeline.exit_code), 3 from ClusterUnreachable.
 EXIT_OK, EXIT_USAGE = 0, 2
 
@@ -36,6 +40,7 @@ Examples:
   kubectl vllm-triage scan -n llm              # vLLM pods in namespace llm
   kubectl vllm-triage scan -n llm -o json > report.json
   kubectl vllm-triage scan -A -l app=vllm      # all namespaces, label app=vllm
+  kubectl vllm-triage scan -n llm --prometheus auto --since 1h   # latency over the last hour
   kubectl vllm-triage scan --context prod --kubeconfig ~/.kube/prod
   vllm-triage scan -n llm -o markdown --output-file ticket.md
   vllm-triage collect -n llm -o bundle.tar.gz  # redacted evidence, for later
@@ -62,6 +67,7 @@ app = typer.Typer(
 class Output(str, Enum):
     table = "table"
     json = "json"
+    yaml = "yaml"
     markdown = "markdown"
     html = "html"
 
@@ -177,20 +183,85 @@ PatternsOpt = Annotated[list[Path] | None, typer.Option(
     "--patterns", help="Extra directory of pattern files (repeatable); a file with the id of a "
     "built-in pattern replaces it.")]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks on internal errors.")]
+PrometheusOpt = Annotated[str | None, typer.Option(
+    "--prometheus", metavar="URL|auto", help="Also ask this Prometheus (http(s)://host:port) "
+    "about latency, the queue and the GPUs over --since; 'auto' finds a Prometheus Service in "
+    "the cluster and asks it through the API server's service proxy.")]
+SinceOpt = Annotated[str, typer.Option(
+    "--since", help="The window Prometheus is asked about, ending now (30m, 2h, 1h30m).")]
+PromTokenOpt = Annotated[str | None, typer.Option(
+    "--prometheus-token", envvar="VLLM_TRIAGE_PROMETHEUS_TOKEN", show_envvar=True,
+    help="Bearer token for --prometheus URL.")]
+PromUserOpt = Annotated[str | None, typer.Option(
+    "--prometheus-user", envvar="VLLM_TRIAGE_PROMETHEUS_USER", show_envvar=True,
+    help="Basic-auth user for --prometheus URL.")]
+PromPasswordOpt = Annotated[str | None, typer.Option(
+    "--prometheus-password", envvar="VLLM_TRIAGE_PROMETHEUS_PASSWORD", show_envvar=True,
+    help="Basic-auth password for --prometheus URL (prefer the environment variable).")]
+PromCaOpt = Annotated[Path | None, typer.Option(
+    "--prometheus-ca-file", help="CA bundle that signed --prometheus URL's certificate.")]
+PromInsecureOpt = Annotated[bool, typer.Option(
+    "--prometheus-insecure-skip-tls-verify",
+    help="Do not check --prometheus URL's certificate (like kubectl's "
+    "--insecure-skip-tls-verify).")]
 OutputFileOpt = Annotated[Path | None, typer.Option(
     "--output-file", help="Write the report to this file (the terminal still gets the table).")]
 
 
+def parse_window(text: str) -> float:
+    """--since: a positive duration such as 30m, 2h or 1h30m, at most 7 days."""
+    m = _DURATION.match(text.strip())
+    if not text.strip() or not m:
+        raise InputError(f"--since {text!r} is not a duration such as 30m, 2h or 1h30m")
+    hours, minutes, seconds = (float(g) if g else 0.0 for g in m.groups())
+    total = hours * 3600 + minutes * 60 + seconds
+    if not 60 <= total <= 7 * 86400:
+        raise InputError(f"--since {text!r} must be between 1m and 7 days")
+    return total
+
+
+@dataclass(frozen=True)
+class PrometheusArgs:
+    url: str | None = None
+    since: str = "30m"
+    token: str | None = None
+    user: str | None = None
+    password: str | None = None
+    ca_file: Path | None = None
+    insecure: bool = False
+
+
+def _prometheus_options(args: PrometheusArgs, timeout: float) -> PrometheusOptions | None:
+    from triage.collect.prometheus import PrometheusOptions
+
+    window = parse_window(args.since)
+    if args.url is None:
+        return None
+    url = args.url.strip()
+    if url != "auto" and not regex.match(r"^https?://[^\s/]+", url):
+        raise InputError(f"--prometheus {redact_text(url)!r} is neither an http(s):// URL "
+                         "nor auto")
+    if args.ca_file is not None and not args.ca_file.is_file():
+        raise InputError(f"--prometheus-ca-file {args.ca_file} does not exist")
+    return PrometheusOptions(url=url, window_seconds=window, token=args.token,
+                             username=args.user, password=args.password,
+                             ca_file=str(args.ca_file) if args.ca_file else None,
+                             insecure_skip_tls_verify=args.insecure, timeout=timeout)
+
+
 def _snapshot_live(namespace: str | None, all_namespaces: bool, kubeconfig: str | None,
                    context: str | None, selector: str | None, request_timeout: str,
-                   tail_lines: int, progress: bool) -> Snapshot:
+                   tail_lines: int, progress: bool,
+                   prometheus: PrometheusArgs | None = None) -> Snapshot:
     # The kubernetes client takes half a second to import; analyze never needs it.
     from triage.collect.live import LiveCollector, Options, connect
 
     timeout = parse_duration(request_timeout)
+    prom = _prometheus_options(prometheus or PrometheusArgs(), timeout)
     conn = connect(kubeconfig, context, timeout)
     opts = Options(namespace=namespace or conn.default_namespace, all_namespaces=all_namespaces,
-                   selector=selector, tail_lines=tail_lines, request_timeout=timeout)
+                   selector=selector, tail_lines=tail_lines, request_timeout=timeout,
+                   prometheus=prom)
     with _progress(progress) as tick:
         return LiveCollector(conn, opts, tick).collect()
 
@@ -207,12 +278,22 @@ def scan(
     request_timeout: TimeoutOpt = "30s",
     tail_lines: TailOpt = 3000,
     patterns: PatternsOpt = None,
+    prometheus: PrometheusOpt = None,
+    since: SinceOpt = "30m",
+    prometheus_token: PromTokenOpt = None,
+    prometheus_user: PromUserOpt = None,
+    prometheus_password: PromPasswordOpt = None,
+    prometheus_ca_file: PromCaOpt = None,
+    prometheus_insecure_skip_tls_verify: PromInsecureOpt = False,
     debug: DebugOpt = False,
 ) -> None:
     """Read the cluster and print the diagnosis and the 10-step checklist."""
+    prom = PrometheusArgs(prometheus, since, prometheus_token, prometheus_user,
+                          prometheus_password, prometheus_ca_file,
+                          prometheus_insecure_skip_tls_verify)
     with _guard(debug):
         snap = _snapshot_live(namespace, all_namespaces, kubeconfig, context, selector,
-                              request_timeout, tail_lines, progress=True)
+                              request_timeout, tail_lines, progress=True, prometheus=prom)
         report = pipeline.analyze(snap, list(patterns or []))
         _emit(report, output, output_file)
     raise typer.Exit(pipeline.exit_code(report))
@@ -229,14 +310,24 @@ def collect(
     selector: SelectorOpt = None,
     request_timeout: TimeoutOpt = "30s",
     tail_lines: TailOpt = 3000,
+    prometheus: PrometheusOpt = None,
+    since: SinceOpt = "30m",
+    prometheus_token: PromTokenOpt = None,
+    prometheus_user: PromUserOpt = None,
+    prometheus_password: PromPasswordOpt = None,
+    prometheus_ca_file: PromCaOpt = None,
+    prometheus_insecure_skip_tls_verify: PromInsecureOpt = False,
     debug: DebugOpt = False,
 ) -> None:
     """Save everything scan reads (redacted) into a bundle for offline analysis."""
     from triage.collect import bundle
 
+    prom = PrometheusArgs(prometheus, since, prometheus_token, prometheus_user,
+                          prometheus_password, prometheus_ca_file,
+                          prometheus_insecure_skip_tls_verify)
     with _guard(debug):
         snap = _snapshot_live(namespace, all_namespaces, kubeconfig, context, selector,
-                              request_timeout, tail_lines, progress=True)
+                              request_timeout, tail_lines, progress=True, prometheus=prom)
         try:
             bundle.write(snap, output)
         except OSError as exc:

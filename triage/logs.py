@@ -73,6 +73,15 @@ _PREFIX_PARTS = r"""
         (?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):[ \t]+                 # uvicorn
     )?"""
 _PREFIX = regex.compile(r"^" + _PREFIX_PARTS + r"(?P<msg>.*)$", regex.VERBOSE | regex.DOTALL)
+# A line that says when it was printed: kubectl --timestamps, or vLLM's MM-DD hh:mm:ss.
+_STAMPED = regex.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d|\b\d\d-\d\d \d\d:\d\d:\d\d\b")
+STAMP_LOOKBACK = 200  # lines searched back for the nearest stamped line
+
+
+def has_stamp(line: LogLine) -> bool:
+    return _STAMPED.search(line.raw[:160]) is not None
+
+
 # The same prefix over a whole block, for the pure-Python path: strips every
 # line's prefix and keeps the line breaks, so line numbers stay put.
 _PREFIX_LINES = regex.compile(r"^" + _PREFIX_PARTS, regex.VERBOSE | regex.MULTILINE)
@@ -208,6 +217,9 @@ class Hit:
     line: LogLine
     groups: tuple[str | None, ...]  # group 0 and the regex's groups, from the message
     span: tuple[int, int]  # where group 0 is in the message
+    # The nearest line at or before it that carries a time (vLLM's stamp or kubectl's
+    # --timestamps): tqdm and uvicorn lines have none of their own.
+    stamped: LogLine | None = None
     before: list[LogLine] = field(default_factory=list)
     after: list[LogLine] = field(default_factory=list)
 
@@ -505,6 +517,7 @@ class _Scan:
         # Hits still collecting the lines after them: (hit, where to go on in this block).
         self.waiting: list[tuple[Hit, int | None]] = []
         self.recent: deque[LogLine] = deque(maxlen=MAX_CONTEXT)  # last lines of the block before
+        self.last_stamped: LogLine | None = None  # the last stamped line of the blocks before
 
     def run(self) -> LogIndex:
         first = 1
@@ -522,6 +535,9 @@ class _Scan:
             last = block.last_lines(max(TAIL_LINES, MAX_CONTEXT))
             self.tail.extend(last)
             self.recent.extend(last[-MAX_CONTEXT:])
+            end = block.start_of(len(data) - 1)
+            self.last_stamped = (block.line(end) if has_stamp(block.line(end))
+                                 else block.stamped_before(end)) or self.last_stamped
             first += block.count
         self.index.lines = first - 1
         self.index.tail = list(self.tail)
@@ -616,6 +632,8 @@ class _Scan:
         if any(h.line.number == line.number for h in result.last):
             return
         hit = Hit(line, (m.group(0), *m.groups()), m.span())
+        hit.stamped = line if has_stamp(line) else (
+            block.stamped_before(start) or self.last_stamped)
         result.count += 1
         result.last.append(hit)
         if len(result.first) < KEEP_FIRST:
@@ -704,6 +722,18 @@ class _Block:
             older = list(recent)[-(count - len(out)):]
             out = older + out
         return out
+
+    def stamped_before(self, start: int) -> LogLine | None:
+        """The nearest line before ``start`` in this block that carries a time."""
+        prev = self.prev_start(start)
+        for _ in range(STAMP_LOOKBACK):
+            if prev is None:
+                return None
+            line = self.line(prev)
+            if has_stamp(line):
+                return line
+            prev = self.prev_start(prev)
+        return None
 
     def lines_from(self, start: int, count: int) -> list[LogLine]:
         """Up to ``count`` non-empty lines from ``start`` on, within this block."""

@@ -5,6 +5,14 @@ Both namings are read: V1 (``vllm:kv_cache_usage_perc``,
 ``vllm:time_per_output_token_seconds``). Quantiles come from histogram
 buckets the way Prometheus' ``histogram_quantile`` computes them. One scrape
 holds the distribution since the process started; the report says so.
+
+``METRICS`` names what a ``metric:`` leaf may use. The names are
+source-aware: with ``--prometheus`` each is measured over the window
+(quantiles over ``rate()``, gauges as their mean, counters as their increase
+in the window), else from the one scrape (since the server started).
+``*_max`` names are the highest gauge value in the window (the scrape's own
+value without one), ``*_per_s`` names are counter rates and exist only with
+the window.
 """
 
 from __future__ import annotations
@@ -35,15 +43,19 @@ HISTOGRAMS = {
 }
 
 # What each logical name measures, for `metric:` leaves and `vllm-triage patterns --facts`.
+_GAUGE = "gauge: the mean over the window, or the scrape's value"
+_COUNTER = "counter: in the window, or since the server started"
 _MEANING = {
-    "requests_running": ("requests", "requests in the running batch (gauge, summed over engines)"),
-    "requests_waiting": ("requests", "requests waiting for a slot (gauge, summed over engines)"),
-    "kv_cache_usage": ("fraction", "fraction of the KV cache in use (gauge, 1 = full; max "
+    "requests_running": ("requests", f"requests in the running batch ({_GAUGE}; summed over "
+                                     "engines)"),
+    "requests_waiting": ("requests", f"requests waiting for a slot ({_GAUGE}; summed over "
+                                     "engines)"),
+    "kv_cache_usage": ("fraction", f"fraction of the KV cache in use, 1 = full ({_GAUGE}; max "
                                    "over engines)"),
-    "preemptions": ("requests", "preemptions since the server started (counter)"),
-    "requests_finished": ("requests", "requests finished since the server started (counter)"),
-    "prompt_tokens": ("tokens", "prompt tokens processed since the server started (counter)"),
-    "generation_tokens": ("tokens", "tokens generated since the server started (counter)"),
+    "preemptions": ("requests", f"preemptions ({_COUNTER})"),
+    "requests_finished": ("requests", f"requests finished ({_COUNTER})"),
+    "prompt_tokens": ("tokens", f"prompt tokens processed ({_COUNTER})"),
+    "generation_tokens": ("tokens", f"tokens generated ({_COUNTER})"),
     "e2e_latency": ("seconds", "end-to-end request latency"),
     "ttft": ("seconds", "time to first token"),
     "itl": ("seconds", "inter-token latency (time per output token)"),
@@ -68,7 +80,26 @@ def _registry() -> dict[str, tuple[str, str]]:
         out[f"{name}_mean"] = (unit, f"{doc}, mean (sum / count)")
     out["e2e_latency_p99_over_p50"] = ("ratio", "e2e latency P99 / P50: how long the tail is")
     out["ttft_p99_over_p50"] = ("ratio", "time to first token P99 / P50")
+    for name in GAUGES:
+        unit, _ = _MEANING[name]
+        out[f"{name}_max"] = (unit, f"{name}: the highest value in the window (the scrape's "
+                                    "value without one)")
+    for name, (unit, doc) in WINDOW_RATES.items():
+        out[name] = (unit, f"{doc}, over the window (Prometheus only)")
     return out
+
+
+# Counter rates, measured only over a Prometheus window: name -> (unit, meaning).
+WINDOW_RATES = {
+    "preemptions_per_s": ("per second", "preemptions per second (vllm:num_preemptions_total)"),
+    "requests_per_s": ("per second", "requests finished per second "
+                                     "(vllm:request_success_total)"),
+    "requests_aborted_per_s": ("per second", "requests aborted per second (finished_reason "
+                                             "abort: the client gave up or timed out)"),
+    "request_errors_per_s": ("per second", "HTTP 5xx answers per second (http_requests_total)"),
+    "prompt_tokens_per_s": ("per second", "prompt tokens per second"),
+    "generation_tokens_per_s": ("per second", "generated tokens per second"),
+}
 
 
 # Every name a `metric:` leaf may use: name -> (unit, what it measures).
@@ -132,6 +163,8 @@ class MetricsView:
     def derived(self) -> dict[str, float]:
         """Flat numbers for ``metric:`` pattern leaves and the checklist."""
         out = dict(self.gauges)
+        # One sample is its own maximum: *_max names read the same in both modes.
+        out.update({f"{name}_max": value for name, value in self.gauges.items()})
         out.update(self.counters)
         for name, h in self.histograms.items():
             for label, q in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99)):

@@ -75,6 +75,59 @@ class Unevaluated:
 
 
 @dataclass(frozen=True)
+class TimelineEvent:
+    """One moment (or span) in a pod's incident timeline, on one UTC time axis."""
+
+    at: str  # RFC 3339 UTC
+    kind: str  # one of TIMELINE_KINDS
+    label: str  # a few words: "weights loaded", "killed: failed liveness probe"
+    detail: str = ""  # where it comes from: the event message, the log line
+    until: str | None = None  # the last time, when an event repeated (probe failures)
+    count: int = 1
+    container: str = ""
+
+
+# How a timeline entry is drawn: neutral, progress, warning or failure.
+TIMELINE_KINDS = {
+    "pod": "neutral", "image": "neutral", "rollout": "neutral", "start": "progress",
+    "milestone": "progress", "ready": "good", "probe": "warn", "backoff": "warn",
+    "schedule": "warn", "queue": "warn", "kill": "fail", "oom": "fail", "crash": "fail",
+    "error": "fail",
+}
+
+
+@dataclass(frozen=True)
+class GpuBudget:
+    """One GPU's memory as vLLM divided it, in GiB; None where the logs did not say."""
+
+    total_gib: float
+    total_source: str
+    utilization: float | None  # --gpu-memory-utilization
+    weights_gib: float | None
+    kv_cache_gib: float | None
+    other_gib: float | None  # activations, CUDA graphs, non-torch memory: vLLM's share minus
+    free_gib: float | None  # outside vLLM's share
+    kv_cache_tokens: int | None = None
+    max_model_len: int | None = None
+    sequences_fit: float | None = None  # kv_cache_tokens / max_model_len
+    dcgm_used_gib: float | None = None  # what DCGM saw used on the card (every process)
+    notes: tuple[str, ...] = ()  # where each number came from
+
+    def to_document(self) -> dict[str, Any]:
+        return {k: (list(v) if isinstance(v, tuple) else v)
+                for k, v in dataclasses.asdict(self).items()}
+
+
+@dataclass(frozen=True)
+class WindowSeries:
+    """A value over the Prometheus window, for a small chart."""
+
+    name: str  # e2e_latency_p99, queue_time_p99, requests_waiting, requests_running
+    unit: str
+    points: tuple[tuple[float, float], ...]  # (unix seconds, value)
+
+
+@dataclass(frozen=True)
 class PodResult:
     name: str
     namespace: str
@@ -86,6 +139,9 @@ class PodResult:
     containers: tuple[str, ...]
     findings: tuple[Finding, ...]
     unevaluated: tuple[Unevaluated, ...] = ()
+    timeline: tuple[TimelineEvent, ...] = ()
+    gpu_budget: GpuBudget | None = None
+    series: tuple[WindowSeries, ...] = ()
 
     def has(self, finding_id: str) -> bool:
         return any(f.id == finding_id for f in self.findings)
@@ -107,6 +163,15 @@ class Unreadable:
 
 
 @dataclass(frozen=True)
+class PrometheusSource:
+    """The Prometheus a report's windowed numbers come from."""
+
+    source: str
+    window_seconds: float
+    end: str
+
+
+@dataclass(frozen=True)
 class Report:
     tool_version: str
     generated_at: str
@@ -120,6 +185,7 @@ class Report:
     unreadable: tuple[Unreadable, ...] = ()
     warnings: tuple[str, ...] = ()
     schema: str = field(default=SCHEMA)
+    prometheus: PrometheusSource | None = None
 
     @property
     def failing(self) -> bool:
@@ -158,6 +224,10 @@ class Report:
                         }
                         for f in p.findings
                     ],
+                    "timeline": [dataclasses.asdict(t) for t in p.timeline],
+                    "gpu_budget": p.gpu_budget.to_document() if p.gpu_budget else None,
+                    "series": {s.name: {"unit": s.unit, "points": [list(x) for x in s.points]}
+                               for s in p.series},
                 }
                 for p in self.pods
             ],
@@ -168,6 +238,10 @@ class Report:
             ],
             "unreadable": [{"what": u.what, "reason": u.reason} for u in self.unreadable],
             "warnings": list(self.warnings),
+            "prometheus": None if self.prometheus is None else {
+                "source": self.prometheus.source,
+                "window_seconds": self.prometheus.window_seconds,
+                "end": self.prometheus.end},
         }
 
     @classmethod
@@ -182,8 +256,15 @@ class Report:
             name=p["name"], namespace=p["namespace"], phase=p.get("phase", "Unknown"),
             state=p.get("state", ""), restarts=int(p.get("restarts", 0)), node=p.get("node"),
             owner=p.get("owner"), containers=tuple(p.get("containers") or ()),
-            findings=tuple(finding(f) for f in p.get("findings") or ()))
+            findings=tuple(finding(f) for f in p.get("findings") or ()),
+            timeline=tuple(TimelineEvent(**t) for t in p.get("timeline") or ()),
+            gpu_budget=GpuBudget(**{**p["gpu_budget"], "notes": tuple(
+                p["gpu_budget"].get("notes") or ())}) if p.get("gpu_budget") else None,
+            series=tuple(WindowSeries(name, str(v.get("unit", "")), tuple(
+                (float(a), float(b)) for a, b in v.get("points") or ()))
+                for name, v in (p.get("series") or {}).items()))
             for p in doc.get("pods") or ())
+        prom = doc.get("prometheus")
         steps = tuple(StepResult(int(s["step"]), s["title"], Verdict(s["verdict"]),
                                  tuple(s.get("evidence") or ()), tuple(s.get("remediation") or ()))
                       for s in doc.get("checklist") or ())
@@ -194,7 +275,9 @@ class Report:
             summary=doc.get("summary", ""), pods=pods, checklist=steps,
             unreadable=tuple(Unreadable(u["what"], u["reason"])
                              for u in doc.get("unreadable") or ()),
-            warnings=tuple(doc.get("warnings") or ()), schema=doc.get("schema", SCHEMA))
+            warnings=tuple(doc.get("warnings") or ()), schema=doc.get("schema", SCHEMA),
+            prometheus=PrometheusSource(str(prom["source"]), float(prom["window_seconds"]),
+                                        str(prom["end"])) if prom else None)
 
 
 T = TypeVar("T")

@@ -58,6 +58,55 @@ class ReadFailure:
         return self.kind == kind and subject[:len(self.subject)] == self.subject
 
 
+Point = tuple[float, float]  # (unix seconds, value)
+
+
+@dataclass
+class PodTelemetry:
+    """What Prometheus measured about one pod over the window.
+
+    ``values`` holds the pod's windowed numbers under the metric names of
+    ``triage.metrics.METRICS`` (e2e_latency_p99, requests_waiting_max,
+    preemptions_per_s, ...); ``by_model`` the same per ``model_name``;
+    ``series`` a few of them over time (for charts); ``gpus`` one mapping per
+    GPU the DCGM exporter attributes to the pod; ``restarts`` container ->
+    restarts in the window (kube-state-metrics).
+    """
+
+    values: dict[str, float] = field(default_factory=dict)
+    by_model: dict[str, dict[str, float]] = field(default_factory=dict)
+    series: dict[str, list[Point]] = field(default_factory=dict)
+    gpus: list[dict[str, Any]] = field(default_factory=list)
+    restarts: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class PrometheusWindow:
+    """The Prometheus a scan read and the window it asked about."""
+
+    source: str  # "http://prometheus:9090" or "service monitoring/prometheus-k8s:9090 (...)"
+    window_seconds: float
+    end: str  # RFC 3339 UTC: every query is evaluated at this instant
+    step_seconds: float = 60.0
+    pods: dict[tuple[str, str], PodTelemetry] = field(default_factory=dict)
+    # Queries that answered but with an error: metric name -> reason.
+    errors: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """How evidence names this source: 'Prometheus, last 30m'."""
+        return f"Prometheus, last {format_window(self.window_seconds)}"
+
+
+def format_window(seconds: float) -> str:
+    """30m, 2h, 1h30m, 45s: the way --since was written."""
+    total = round(seconds)
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    out = (f"{hours}h" if hours else "") + (f"{minutes}m" if minutes else "")
+    return out + (f"{secs}s" if secs or not out else "")
+
+
 @dataclass
 class Snapshot:
     """What one scan read, keyed the way the classifier looks it up."""
@@ -72,6 +121,9 @@ class Snapshot:
     # (namespace, pod) -> Prometheus exposition text
     metrics: dict[tuple[str, str], str] = field(default_factory=dict)
     failures: list[ReadFailure] = field(default_factory=list)
+    # What Prometheus measured over the window; None when it was not asked
+    # (or could not be read: the failure is in ``failures``, kind "prometheus").
+    prometheus: PrometheusWindow | None = None
     # Kinds the cluster does not serve at all (for example no KServe CRD).
     absent_kinds: set[str] = field(default_factory=set)
     # The user's -l selector: its pods are triaged even when no container

@@ -65,6 +65,8 @@ class StartupReport:
     last_progress: LogLine | None = None  # last loading/progress line seen
     downloaded: bool = False  # the weights were fetched during this start
     evidence: dict[str, LogLine] = field(default_factory=dict)
+    # The nearest line that says when, at or before each evidence line.
+    stamped: dict[str, LogLine | None] = field(default_factory=dict)
 
     first_stamp: float | None = None  # seconds into the year of the first stamped line
     first_line: LogLine | None = None
@@ -142,7 +144,9 @@ def read_startup(index: LogIndex) -> StartupReport:
             rep.last_progress = last.line
         elif name == "download":
             rep.downloaded = True
-        rep.evidence[name] = result.first[0].line if name in ("ready", "download") else last.line
+        hit = result.first[0] if name in ("ready", "download") else last
+        rep.evidence[name] = hit.line
+        rep.stamped[name] = hit.stamped
     return rep
 
 

@@ -117,17 +117,45 @@ def _with_metrics(inputs: Inputs) -> list[tuple[PodDiagnosis, ContainerContext]]
 def _latency_line(pod: PodDiagnosis, ctx: ContainerContext) -> str:
     d = ctx.metric_values() or {}
     parts = []
-    for name, what in (("e2e_latency", "e2e"), ("ttft", "TTFT"), ("queue_time", "queue")):
+    for name, what in (("e2e_latency", "e2e"), ("ttft", "TTFT"), ("queue_time", "queue"),
+                       ("itl", "ITL")):
         p50, p99 = d.get(f"{name}_p50"), d.get(f"{name}_p99")
         if p50 is not None and p99 is not None:
             parts.append(f"{what} P50 {p50:.3g}s P99 {p99:.3g}s")
-    count = int(d.get("e2e_latency_count", 0))
-    models = ctx.fact("metrics_models").value or []
+    count = d.get("e2e_latency_count", 0)
+    if ctx.window is not None and ctx.telemetry is not None:
+        models = sorted(m for m in ctx.telemetry.by_model if m)
+    else:
+        models = ctx.fact("metrics_models").value or []
     model = f" model {', '.join(models)}" if models else ""
+    source = ctx.metrics_source()
     if not parts:
-        return f"{label(pod)}:{model} no finished requests in the histograms yet"
-    return (f"{label(pod)}:{model} {'; '.join(parts)} over {count} requests "
-            "(one scrape: the distribution since the server started)")
+        span = "in the window" if ctx.window is not None else "yet"
+        return f"{label(pod)}:{model} no finished requests in the histograms {span} ({source})"
+    rate = d.get("requests_per_s")
+    pace = f", {rate:.3g} requests/s" if rate is not None else ""
+    return (f"{label(pod)}:{model} {'; '.join(parts)} over {count:.0f} requests{pace} "
+            f"({source})")
+
+
+def _prometheus_note(inputs: Inputs) -> list[str]:
+    """When Prometheus was asked and said nothing about a pod, say the step is judged from
+    the scrape, and why."""
+    failed = [f for f in inputs.failures if f.kind == "prometheus" and not f.what.startswith(
+        "Prometheus query ")]
+    if failed:
+        return [f"{failed[0]} (judged from one scrape of /metrics instead)"]
+    out = []
+    for pod, ctx in inputs.containers():
+        prom = ctx.snapshot.prometheus
+        if ctx.window is not None:
+            out.append(f"window: {ctx.window.source}, {ctx.window.label.split(', ', 1)[1]} "
+                       f"ending {ctx.window.end}")
+        elif prom is not None and ctx.metric_values() is not None:
+            out.append(f"{label(pod)}: {prom.source} has no vLLM series with namespace="
+                       f"{pod.namespace}, pod={pod.name} in the last "
+                       f"{prom.label.rsplit(' ', 1)[-1]} (judged from one scrape of /metrics)")
+    return list(dict.fromkeys(out))
 
 
 class P99Latency(Step):
@@ -142,7 +170,7 @@ class P99Latency(Step):
         for pod, ctx in _with_metrics(inputs):
             ev.append(_latency_line(pod, ctx))
             ev.append(f"  {ctx.fact('max_num_batched_tokens').evidence}")
-        return self.result(Verdict.PASS, ev)
+        return self.result(Verdict.PASS, ev + _prometheus_note(inputs))
 
 
 class ProbeTiming(Step):
@@ -202,12 +230,24 @@ class AutoscaleTarget(Step):
                 "whether requests queue is unknown: " + e for e in missing.evidence])
         ev = list(scalers)
         for pod, ctx in _with_metrics(inputs):
-            d = ctx.metric_values() or {}
-            ev.append(f"{label(pod)}: {d.get('requests_running', 0):g} running, "
-                      f"{d.get('requests_waiting', 0):g} waiting, KV cache usage "
-                      f"{100 * d.get('kv_cache_usage', 0):.0f}%, preemptions "
-                      f"{d.get('preemptions', 0):g}")
-        return self.result(Verdict.PASS, ev)
+            ev.append(_queue_line(pod, ctx))
+        return self.result(Verdict.PASS, ev + _prometheus_note(inputs))
+
+
+def _queue_line(pod: PodDiagnosis, ctx: ContainerContext) -> str:
+    d = ctx.metric_values() or {}
+    if ctx.window is None:
+        return (f"{label(pod)}: {d.get('requests_running', 0):g} running, "
+                f"{d.get('requests_waiting', 0):g} waiting, KV cache usage "
+                f"{100 * d.get('kv_cache_usage', 0):.0f}%, preemptions "
+                f"{d.get('preemptions', 0):g} ({ctx.metrics_source()})")
+    return (f"{label(pod)}: running mean {d.get('requests_running', 0):.3g} (max "
+            f"{d.get('requests_running_max', 0):g}), waiting mean "
+            f"{d.get('requests_waiting', 0):.3g} (max {d.get('requests_waiting_max', 0):g}), "
+            f"KV cache usage mean {100 * d.get('kv_cache_usage', 0):.0f}% (max "
+            f"{100 * d.get('kv_cache_usage_max', 0):.0f}%), preemptions "
+            f"{d.get('preemptions', 0):.0f} ({d.get('preemptions_per_s', 0):.2g}/s) "
+            f"({ctx.metrics_source()})")
 
 
 class MinScale(Step):

@@ -9,6 +9,7 @@
     logs/<ns>/<pod>/<container>.log           current container log
     logs/<ns>/<pod>/<container>.previous.log  previous container log
     metrics/<ns>/<pod>.txt   Prometheus text from the pod's /metrics
+    prometheus.json          what Prometheus said over the window (--prometheus)
 
 A bundle is this directory as a ``.tar.gz``. Anything written is redacted.
 """
@@ -32,7 +33,14 @@ from triage import __version__, selection
 from triage.collect import InputError
 from triage.logs import LogSource
 from triage.redact import redact_object, redact_text
-from triage.snapshot import ALL_KINDS, Obj, ReadFailure, Snapshot
+from triage.snapshot import (
+    ALL_KINDS,
+    Obj,
+    PodTelemetry,
+    PrometheusWindow,
+    ReadFailure,
+    Snapshot,
+)
 
 BUNDLE_SCHEMA = "vllm-triage/bundle/v1"
 _SUPPORTED_SCHEMAS = {BUNDLE_SCHEMA}
@@ -205,12 +213,51 @@ def _load_dir(root: Path, stream_logs: bool = False) -> Snapshot:
             # is, and a log may be far larger than memory.
             snap.logs[(ns, pod, name, stream)] = (LogSource(path=p) if stream_logs
                                                   else LogSource(data=p.read_bytes()))
+    prom = root / "prometheus.json"
+    if prom.is_file():
+        snap.prometheus = _read_prometheus(prom)
     metrics = root / "metrics"
     if metrics.is_dir():
         for p in sorted(metrics.glob("*/*.txt")):
             snap.metrics[(p.parent.name, p.stem)] = redact_text(
                 p.read_bytes().decode("utf-8", errors="replace"))
     return snap
+
+
+def _prometheus_document(window: PrometheusWindow) -> dict[str, Any]:
+    return {
+        "source": redact_text(window.source),
+        "window_seconds": window.window_seconds,
+        "end": window.end,
+        "step_seconds": window.step_seconds,
+        "errors": {k: redact_text(v) for k, v in sorted(window.errors.items())},
+        "pods": [{"namespace": ns, "pod": pod, "values": t.values, "by_model": t.by_model,
+                  "series": {k: [list(p) for p in v] for k, v in t.series.items()},
+                  "gpus": [redact_object(g) for g in t.gpus], "restarts": t.restarts}
+                 for (ns, pod), t in sorted(window.pods.items())],
+    }
+
+
+def _read_prometheus(path: Path) -> PrometheusWindow:
+    data = _read_structured(path)
+    try:
+        pods = {}
+        for item in data.get("pods") or []:
+            pods[(str(item["namespace"]), str(item["pod"]))] = PodTelemetry(
+                values={str(k): float(v) for k, v in (item.get("values") or {}).items()},
+                by_model={str(m): {str(k): float(v) for k, v in vals.items()}
+                          for m, vals in (item.get("by_model") or {}).items()},
+                series={str(k): [(float(t), float(v)) for t, v in points]
+                        for k, points in (item.get("series") or {}).items()},
+                gpus=[redact_object(g) for g in item.get("gpus") or [] if isinstance(g, dict)],
+                restarts={str(k): float(v) for k, v in (item.get("restarts") or {}).items()})
+        return PrometheusWindow(
+            source=str(data["source"]), window_seconds=float(data["window_seconds"]),
+            end=str(data["end"]), step_seconds=float(data.get("step_seconds") or 60),
+            pods=pods, errors={str(k): str(v) for k, v in (data.get("errors") or {}).items()})
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise InputError(f"{path}: not a Prometheus window written by vllm-triage: "
+                         f"{exc.__class__.__name__}: {exc}") from None
 
 
 def _in_namespace(obj: Obj, kind: str, namespace: str) -> bool:
@@ -256,6 +303,9 @@ def write(snapshot: Snapshot, out: Path) -> None:
                         redact_text(source.text()).encode()))
     for (ns, pod), text in sorted(snapshot.metrics.items()):
         members.append((f"metrics/{ns}/{pod}.txt", redact_text(text).encode()))
+    if snapshot.prometheus is not None:
+        members.append(("prometheus.json", json.dumps(
+            _prometheus_document(snapshot.prometheus), indent=1).encode()))
     top = PurePosixPath("vllm-triage-bundle")
     out.parent.mkdir(parents=True, exist_ok=True)
     # Write next to the target and rename: a failed collect leaves no half bundle.

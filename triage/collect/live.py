@@ -16,7 +16,7 @@ import socket
 import ssl
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from kubernetes.config.config_exception import ConfigException
 
 from triage import __version__, selection, workload
 from triage.collect import ClusterUnreachable, InputError
+from triage.collect.prometheus import ClusterAccess, PrometheusCollector, PrometheusOptions
 from triage.logs import LogSource, decode
 from triage.redact import redact_object, redact_text
 from triage.snapshot import Obj, ReadFailure, Snapshot, meta
@@ -60,6 +61,7 @@ class Options:
     request_timeout: float = 15.0
     workers: int = 8
     metrics: bool = True
+    prometheus: PrometheusOptions | None = None  # --prometheus: ask it about the window
 
 
 class ReadError(Exception):
@@ -130,6 +132,15 @@ def connect(kubeconfig: str | None, context: str | None, timeout: float) -> Conn
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())[:400]
+
+
+def cluster_access(conn: Connection) -> ClusterAccess:
+    """The API server and the kubeconfig's own credentials, for Prometheus' service proxy."""
+    cfg = conn.api.configuration
+    headers = {str(s["key"]): str(s["value"]) for s in cfg.auth_settings().values()
+               if s.get("in") == "header" and s.get("value")}
+    return ClusterAccess(host=str(cfg.host), ca_file=cfg.ssl_ca_cert, cert_file=cfg.cert_file,
+                         key_file=cfg.key_file, headers=headers, verify=bool(cfg.verify_ssl))
 
 
 class Reader:
@@ -249,6 +260,12 @@ class LiveCollector:
                 fut.result()
                 done += 1
                 self.progress(f"read {done}/{len(jobs)}")
+        if self.opts.prometheus is not None:
+            prom = self.opts.prometheus
+            if prom.url == "auto":
+                prom = replace(prom, cluster=cluster_access(self.conn),
+                                           namespace_hint=ns)
+            PrometheusCollector(prom, self.progress).collect(snap)
         # Keep the order of the API's lists stable for reproducible reports.
         snap.failures.sort(key=lambda f: (f.kind, f.what))
         return snap

@@ -24,7 +24,16 @@ from triage import startup as startup_lines
 from triage.engine_config import EngineConfig
 from triage.logs import LogIndex, QuerySet, scan
 from triage.metrics import MetricsView, parse_metrics
-from triage.snapshot import CURRENT, LOG_STREAMS, PREVIOUS, Obj, Snapshot, meta
+from triage.snapshot import (
+    CURRENT,
+    LOG_STREAMS,
+    PREVIOUS,
+    Obj,
+    PodTelemetry,
+    PrometheusWindow,
+    Snapshot,
+    meta,
+)
 from triage.startup import StartupReport, read_startup
 
 SCOPES = ("container", "pod", "node", "workload")
@@ -166,18 +175,51 @@ class ContainerContext:
         text = self.snapshot.metrics.get((self.namespace, self.pod_name))
         return parse_metrics(text) if text is not None else None
 
+    @cached_property
+    def telemetry(self) -> PodTelemetry | None:
+        """What Prometheus measured about this pod over the window; None without it."""
+        prom = self.snapshot.prometheus
+        return prom.pods.get((self.namespace, self.pod_name)) if prom is not None else None
+
+    @property
+    def window(self) -> PrometheusWindow | None:
+        """The Prometheus window, when it holds vLLM numbers for this pod."""
+        if self._given_metrics is None and self.telemetry is not None and self.telemetry.values:
+            return self.snapshot.prometheus
+        return None
+
     def metric_values(self) -> dict[str, float] | None:
-        """The pod's derived metrics (``triage.metrics.METRICS``), None when none were read."""
+        """The pod's derived metrics (``triage.metrics.METRICS``), None when none were read.
+
+        Over the Prometheus window when it has the pod's vLLM series, else from
+        the one scrape: never a mix, so a counter is never a total since start
+        while the window is there.
+        """
         if self._given_metrics is not None:
             return dict(self._given_metrics)
+        if self.window is not None and self.telemetry is not None:
+            return dict(self.telemetry.values)
         view = self.metrics
         if view is None or view.error:
             return None
         return view.derived()
 
+    def metrics_source(self) -> str:
+        """Where metric_values come from, the way evidence names it."""
+        if self._given_metrics is not None:
+            return "given"
+        if self.window is not None:
+            return self.window.label
+        return "one scrape of /metrics, since the server started"
+
+    def prometheus_failure(self) -> str | None:
+        """Why Prometheus said nothing about this pod, when it was asked and could not answer."""
+        failed = self.snapshot.failure("prometheus")
+        return str(failed) if failed else None
+
     def metrics_failure(self) -> str | None:
         """Why /metrics could not be used: a failed read or a malformed page."""
-        if self._given_metrics is not None:
+        if self._given_metrics is not None or self.window is not None:
             return None
         if self.metrics is not None:
             return f"/metrics is not Prometheus text: {self.metrics.error}" \
@@ -270,3 +312,5 @@ from triage.facts import kubernetes as _kubernetes  # noqa: E402,F401
 from triage.facts import node as _node  # noqa: E402,F401
 from triage.facts import probes as _probes  # noqa: E402,F401
 from triage.facts import rollout as _rollout  # noqa: E402,F401
+from triage.facts import telemetry as _telemetry  # noqa: E402,F401
+from triage.facts import timeline as _timeline  # noqa: E402,F401  (its log queries)

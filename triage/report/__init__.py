@@ -11,9 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from triage import __version__, workload
+from triage.facts import timeline
 from triage.redact import redact_text
 from triage.results import (
     PodResult,
+    PrometheusSource,
     Report,
     Severity,
     StepResult,
@@ -41,6 +43,9 @@ def build(snapshot: Snapshot, pods: list[PodDiagnosis], steps: list[StepResult],
             containers=tuple(c.name for c in diag.contexts),
             findings=tuple(diag.findings),
             unevaluated=tuple(diag.unevaluated),
+            timeline=timeline.pod_timeline(diag.contexts),
+            gpu_budget=timeline.gpu_budget(diag.contexts[0]) if diag.contexts else None,
+            series=timeline.window_series(diag.contexts[0]) if diag.contexts else (),
         )
         for diag in pods
     )
@@ -58,6 +63,9 @@ def build(snapshot: Snapshot, pods: list[PodDiagnosis], steps: list[StepResult],
         checklist=tuple(steps),
         unreadable=tuple(Unreadable(f.what, f.reason) for f in snapshot.failures),
         warnings=tuple(warnings),
+        prometheus=None if snapshot.prometheus is None else PrometheusSource(
+            snapshot.prometheus.source, snapshot.prometheus.window_seconds,
+            snapshot.prometheus.end),
     )
     # Everything that reaches a ticket passes the redactor once more.
     return map_strings(report, redact_text)
@@ -85,7 +93,13 @@ Writer = Callable[[Report, bool], str]
 
 
 def writers() -> dict[str, Writer]:
-    from triage.report import html, json_report, markdown, table  # late: each writer's deps
+    from triage.report import (  # late: each writer's deps
+        html,
+        json_report,
+        markdown,
+        table,
+        yaml_report,
+    )
 
-    return {"table": table.render, "json": json_report.render, "markdown": markdown.render,
-            "html": html.render}
+    return {"table": table.render, "json": json_report.render, "yaml": yaml_report.render,
+            "markdown": markdown.render, "html": html.render}

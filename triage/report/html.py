@@ -7,10 +7,13 @@ from the report passes ``html.escape``: a log line may hold ``<script>``.
 
 from __future__ import annotations
 
+import re
 from html import escape
 
+from triage.report import svg
 from triage.report.markdown import utc
 from triage.results import PodResult, Report, StepResult, Verdict
+from triage.snapshot import format_window
 
 CSS = """
 :root { color-scheme: light; --fail: #b42318; --warn: #b54708; --pass: #067647;
@@ -50,7 +53,9 @@ details { margin: 6px 0 10px; border: 1px solid var(--line); border-radius: 4px;
   padding: 4px 10px; }
 details > summary { cursor: pointer; font-weight: 600; }
 details[open] > summary { margin-bottom: 4px; }
-.remedy { white-space: pre-wrap; margin: 4px 0 12px; }
+.remedy { margin: 4px 0 12px; }
+.remedy p { margin: 4px 0; }
+.remedy ul { margin: 4px 0 8px; padding-left: 22px; }
 .muted { color: var(--na); }
 footer { margin-top: 32px; padding-top: 8px; border-top: 1px solid var(--line);
   color: var(--na); font-size: .85em; }
@@ -97,7 +102,7 @@ def render(report: Report, color: bool = False) -> str:
         '<meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{e(title)}</title>",
-        f"<style>{CSS}</style>",
+        f"<style>{CSS}{svg.CSS}</style>",
         "</head>",
         "<body>",
         "<header>",
@@ -107,6 +112,13 @@ def render(report: Report, color: bool = False) -> str:
         f'<p class="muted">namespace <code>{e(ns)}</code> · context '
         f'<code>{e(report.context or "-")}</code> · collected '
         f'{e(utc(report.generated_at))}</p>',
+    ]
+    if report.prometheus is not None:
+        prom = report.prometheus
+        window = format_window(prom.window_seconds)
+        parts.append(f'<p class="muted">latency and queue over the last {e(window)} from '
+                     f"Prometheus: {e(prom.source)}</p>")
+    parts += [
         "</header>",
     ]
     parts += _pods(report.pods)
@@ -165,7 +177,31 @@ def _pods(pods: tuple[PodResult, ...]) -> list[str]:
                        f"{e(f.step)})</summary>")
             out.append(_pre(list(f.evidence) or ["(no evidence)"]))
             out.append("</details>")
+    for pod in pods:
+        out += _visuals(pod)
     return out
+
+
+def _visuals(pod: PodResult) -> list[str]:
+    """The pod's timeline, GPU memory budget and window charts, as inline SVG."""
+    name = f"{pod.namespace}/{pod.name}"
+    drawn: list[str] = []
+    line = svg.timeline(pod.timeline, f"timeline of {name}")
+    if line:
+        drawn.append(f"<h3>Timeline of <code>{e(name)}</code></h3>{line}")
+    if pod.gpu_budget is not None:
+        drawn.append(f"<h3>GPU memory of <code>{e(name)}</code></h3>"
+                     + svg.budget(pod.gpu_budget, f"GPU memory budget of {name}"))
+        drawn.append('<ul class="budget-notes">' + "".join(
+            f"<li>{e(n)}</li>" for n in pod.gpu_budget.notes) + "</ul>")
+    charts = [c for c in (svg.chart(s) for s in pod.series) if c]
+    if charts:
+        drawn.append(f"<h3>Over the Prometheus window: <code>{e(name)}</code></h3>"
+                     '<div class="charts">' + "".join(charts) + "</div>")
+    if not drawn:
+        return []
+    return [f'<section class="visual" id="pod-{e(pod.namespace)}-{e(pod.name)}">',
+            *drawn, "</section>"]
 
 
 def _checklist(steps: tuple[StepResult, ...]) -> list[str]:
@@ -204,5 +240,47 @@ def _remediation(steps: tuple[StepResult, ...]) -> list[str]:
     for s in flagged:
         out.append(f"<h3>Step {e(s.step)}. {e(s.title)} {_verdict(s.verdict.value)}</h3>")
         for rem in s.remediation:
-            out.append(f'<div class="remedy">{e(rem)}</div>')
+            out.append(f'<div class="remedy">{_prose(rem)}</div>')
     return out
+
+
+_CODE = re.compile(r"`([^`]+)`")
+
+
+def _inline(text: str) -> str:
+    return _CODE.sub(lambda m: f"<code>{m.group(1)}</code>", e(text))
+
+
+def _prose(text: str) -> str:
+    """Remediation as written in the pattern files: paragraphs and '- ' lists, `code`."""
+    blocks: list[str] = []
+    para: list[str] = []
+    items: list[list[str]] = []
+
+    def flush_para() -> None:
+        if para:
+            blocks.append(f"<p>{_inline(' '.join(para))}</p>")
+            para.clear()
+
+    def flush_list() -> None:
+        if items:
+            blocks.append("<ul>" + "".join(f"<li>{_inline(' '.join(i))}</li>" for i in items)
+                          + "</ul>")
+            items.clear()
+
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            flush_para()
+            flush_list()
+        elif line.startswith(("- ", "* ")):
+            flush_para()
+            items.append([line[2:].strip()])
+        elif items and raw[:1].isspace():
+            items[-1].append(line)  # a list item continued on an indented line
+        else:
+            flush_list()
+            para.append(line)
+    flush_para()
+    flush_list()
+    return "".join(blocks)

@@ -94,6 +94,37 @@ def render(report: Report, color: bool = False) -> str:
                 out.append("</details>")
                 out.append("")
 
+    timelines = [pod for pod in pods if pod.timeline]
+    if timelines:
+        out.append("#### Timeline")
+        out.append("")
+        for pod in timelines:
+            out.append(f"{code(f'{pod.namespace}/{pod.name}')} (UTC):")
+            out.append("")
+            for ev in pod.timeline:
+                when = utc(ev.at).removesuffix(" UTC")
+                if ev.until:
+                    when += f" to {utc(ev.until).removesuffix(' UTC')}"
+                out.append(f"- {code(when)} {inline(ev.label)}"
+                           + (f": {inline(ev.detail)}" if ev.detail else ""))
+            out.append("")
+        for pod in pods:
+            b = pod.gpu_budget
+            if b is None:
+                continue
+            parts = [f"card {b.total_gib:.1f} GiB"]
+            for name, value in (("weights", b.weights_gib), ("KV cache", b.kv_cache_gib),
+                                ("rest of vLLM's share", b.other_gib),
+                                ("outside vLLM's share", b.free_gib)):
+                if value is not None:
+                    parts.append(f"{name} {value:.2f} GiB")
+            if b.sequences_fit is not None:
+                parts.append(f"{b.sequences_fit:.2f} sequences of --max-model-len "
+                             f"{b.max_model_len:,} fit")
+            out.append(f"GPU memory of {code(f'{pod.namespace}/{pod.name}')}: "
+                       + inline("; ".join(parts)))
+            out.append("")
+
     out.append("#### Checklist")
     out.append("")
     out.append("| # | Step | Verdict | Evidence |")

@@ -10,12 +10,15 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from triage.results import PodResult, Report, Verdict
+from triage.results import TIMELINE_KINDS, PodResult, Report, Severity, TimelineEvent, Verdict
 
 VERDICT_STYLE = {"pass": "bold green", "warn": "bold yellow", "fail": "bold red",
                  "unknown": "bold magenta", "n/a": "dim"}
 SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
 MAX_EVIDENCE_LINES = 8
+MAX_TIMELINE_LINES = 14
+TIMELINE_STYLE = {"neutral": "dim", "progress": "", "good": "green", "warn": "yellow",
+                  "fail": "red"}
 
 
 def render(report: Report, color: bool = False) -> str:
@@ -86,7 +89,36 @@ def _pod_panel(pod: PodResult) -> Panel:
         if len(shown) > MAX_EVIDENCE_LINES:
             body.append(Text(f"    ... {len(shown) - MAX_EVIDENCE_LINES} more (see -o json)",
                              style="dim"))
+    failing = any((f.severity in (Severity.CRITICAL, Severity.WARNING) and not f.fallback)
+                  or f.severity is Severity.CRITICAL for f in findings)
+    if failing and pod.timeline:
+        body += _timeline(pod.timeline)
     return Panel(Group(*body), title=title, title_align="left", expand=True)
+
+
+def _clock(stamp: str, with_date: bool) -> str:
+    # 2026-11-28T03:05:12Z -> 03:05:12, or 11-28 03:05:12 when the timeline spans days
+    day, _, time = stamp.partition("T")
+    time = time.rstrip("Z")[:8]
+    return f"{day[5:]} {time}" if with_date else time
+
+
+def _timeline(events: tuple[TimelineEvent, ...]) -> list[Text]:
+    """The pod's timeline, compact: one line per entry, the latest ones when there are many."""
+    with_date = len({e.at[:10] for e in events}) > 1
+    shown = events[-MAX_TIMELINE_LINES:]
+    out = [Text("timeline (UTC):", style="bold")]
+    if len(events) > len(shown):
+        out.append(Text(f"    ... {len(events) - len(shown)} earlier (see -o html)",
+                        style="dim"))
+    for ev in shown:
+        when = _clock(ev.at, with_date)
+        if ev.until:
+            when += f"-{_clock(ev.until, with_date)}"
+        style = TIMELINE_STYLE[TIMELINE_KINDS.get(ev.kind, "neutral")]
+        out.append(Text(f"    {when:<{28 if with_date else 18}} {ev.label}", style=style,
+                        overflow="ellipsis", no_wrap=True))
+    return out
 
 
 def _checklist(report: Report) -> Table:

@@ -309,7 +309,7 @@ class Evaluator:
             return FALSE
         if leaf.comparison is not None and not compare(value, leaf.comparison):
             return FALSE
-        return _true(f"/metrics: {leaf.name} = {value:.4g}")
+        return _true(f"{ctx.metrics_source()}: {leaf.name} = {value:.4g}")
 
 
 def _merge(groups: Any) -> list[str]:
