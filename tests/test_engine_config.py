@@ -29,6 +29,22 @@ def test_vllm_serve_positional_model_and_both_flag_spellings() -> None:
     assert cfg.integer("tensor-parallel-size") == 2
 
 
+def test_model_as_first_arg_to_the_images_own_vllm_serve_entrypoint() -> None:
+    """vllm/vllm-openai's ENTRYPOINT is `vllm serve`: args alone name the model first."""
+    cfg = engine_config.parse(container(args=["Qwen/Qwen3-8B", "--port", "8000",
+                                              "--max-model-len", "16384"]))
+    assert cfg.model == "Qwen/Qwen3-8B"
+    assert cfg.integer("max-model-len") == 16384
+    # A command of its own replaces the entrypoint: a bare word is then not the model.
+    other = engine_config.parse(container(command=["python3", "serve.py"],
+                                          args=["Qwen/Qwen3-8B"]))
+    assert other.model is None
+    # Another image's entrypoint is not known to be `vllm serve`.
+    custom = engine_config.parse(container(image="ghcr.io/acme/llm-server:1.2",
+                                           args=["Qwen/Qwen3-8B"]))
+    assert custom.model is None
+
+
 def test_api_server_module_with_model_flag_and_underscores() -> None:
     cfg = engine_config.parse(container(
         command=["python3", "-m", "vllm.entrypoints.openai.api_server"],

@@ -58,6 +58,45 @@ RUNNING_HPA = [{"type": "Pods", "pods": {"metric": {"name": "vllm:num_requests_r
                                          "target": {"type": "AverageValue",
                                                     "averageValue": "8"}}}]
 WITH_HPA = {**deployment_objects(), "horizontalpodautoscalers": [hpa(WAITING_HPA)]}
+SCHEDULED_LATE = {"metadata": {"creationTimestamp": "2026-11-28T02:20:00Z"}, "status": {
+    "conditions": [{"type": "PodScheduled", "status": "True",
+                    "lastTransitionTime": "2026-11-28T02:32:00Z"}]}}
+PENDING = {"spec": {"nodeName": None}, "status": {"phase": "Pending", "conditions": [
+    {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+     "message": "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."}]}}
+PULLED = {"reason": "Pulled", "type": "Normal",
+          "message": 'Successfully pulled image "vllm/vllm-openai:v0.10.1.1" in 3m12.456s '
+                     '(3m12.456s including waiting). Image size: 10218341220 bytes.'}
+PULLED_133 = {"reason": "Pulled", "type": "Normal",
+              "message": 'spec.containers{vllm}: Successfully pulled image '
+                         '"docker.io/vllm/vllm-openai:v0.10.1.1" in 1m4.2s (1m5s including '
+                         'waiting). Image size: 10218341220 bytes.'}
+PRESENT = {"reason": "Pulled", "type": "Normal",
+           "message": 'Container image "vllm/vllm-openai:v0.10.1.1" already present on machine'}
+SIDECAR_PULL = {"reason": "Pulled", "type": "Normal",
+                "message": 'spec.containers{proxy}: Successfully pulled image "envoy:v1" in 9s '
+                           '(9s including waiting). Image size: 1 bytes.'}
+CACHE_MOUNT = {"container": {"volumeMounts": [{"name": "models", "mountPath": "/models"}]},
+               "pod": {"spec": {"volumes": [{"name": "models", "persistentVolumeClaim": {
+                   "claimName": "model-cache"}}]}}}
+
+
+def pvc(phase: str = "Bound", modes: tuple[str, ...] = ("ReadWriteOnce",)) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "metadata": {"name": "model-cache", "namespace": "llm"},
+        "spec": {"accessModes": list(modes), "storageClassName": "standard-rwo",
+                 "resources": {"requests": {"storage": "200Gi"}}},
+        "status": {"phase": phase}}
+    if phase == "Bound":
+        out["status"].update({"accessModes": list(modes), "capacity": {"storage": "200Gi"}})
+    return out
+
+
+def holder(node: str, phase: str = "Running") -> dict[str, Any]:
+    return {"metadata": {"name": "vllm-old", "namespace": "llm"},
+            "spec": {"nodeName": node, "containers": [{"name": "vllm"}], "volumes": [
+                {"name": "models", "persistentVolumeClaim": {"claimName": "model-cache"}}]},
+            "status": {"phase": phase}}
 
 # fact -> [(example keys, expected value)]; value "UNKNOWN" means unknown, not measured.
 CASES: dict[str, list[tuple[dict[str, Any], Any]]] = {
@@ -211,6 +250,66 @@ CASES: dict[str, list[tuple[dict[str, Any], Any]]] = {
     "node_gpu_allocatable": [({}, 1), ({"node": {"status": {"allocatable": {
         "nvidia.com/gpu": "7"}}}}, 7), ({"node": {"status": {"allocatable": {
             "nvidia.com/gpu": None}}}}, 0)],
+    "pod_scheduled": [({}, True), ({"pod": PENDING}, False),
+                      ({"pod": SCHEDULED_LATE}, True)],
+    "image_pull_seconds": [({"events": [PULLED]}, pytest.approx(192.456)),
+                           ({"events": [PULLED_133, PRESENT]}, pytest.approx(64.2)),
+                           ({"events": [PRESENT]}, 0.0), ({"events": [SIDECAR_PULL]}, None),
+                           ({}, None), ({"unread": ["events"]}, "UNKNOWN")],
+    "volume_claims": [({}, []), ({**CACHE_MOUNT, "objects": {
+        "persistentvolumeclaims": [pvc()]}}, ["model-cache"]),
+        ({**CACHE_MOUNT, "unread": ["persistentvolumeclaims"]}, "UNKNOWN")],
+    "unbound_claims": [({**CACHE_MOUNT, "objects": {"persistentvolumeclaims": [pvc()]}}, []),
+                       ({**CACHE_MOUNT, "objects": {"persistentvolumeclaims": [
+                           pvc("Pending")]}}, ["model-cache"]),
+                       ({**CACHE_MOUNT}, ["model-cache"]), ({}, [])],
+    "claim_holders": [
+        ({**CACHE_MOUNT, "objects": {"persistentvolumeclaims": [pvc()],
+                                     "pods": [holder("gpu-node-2")]}}, ["vllm-old"]),
+        ({**CACHE_MOUNT, "objects": {"persistentvolumeclaims": [pvc()],
+                                     "pods": [holder("gpu-node-1")]}}, []),
+        ({**CACHE_MOUNT, "objects": {"persistentvolumeclaims": [pvc(modes=("ReadWriteMany",))],
+                                     "pods": [holder("gpu-node-2")]}}, []),
+        ({**CACHE_MOUNT, "objects": {"persistentvolumeclaims": [pvc()],
+                                     "pods": [holder("gpu-node-2", "Succeeded")]}}, []),
+        ({**CACHE_MOUNT, "objects": {"persistentvolumeclaims": [pvc()],
+                                     "pods": [holder("gpu-node-2", "Pending")]}}, [])],
+    "shm_size_mib": [({}, 64),
+                     ({"container": {"volumeMounts": [{"name": "d", "mountPath": "/dev/shm"}]},
+                       "pod": {"spec": {"volumes": [{"name": "d", "emptyDir": {
+                           "medium": "Memory", "sizeLimit": "8Gi"}}]}}}, 8192),
+                     ({"container": {"volumeMounts": [{"name": "d", "mountPath": "/dev/shm"}]},
+                       "pod": {"spec": {"volumes": [{"name": "d", "emptyDir": {
+                           "medium": "Memory"}}]}}}, None),
+                     ({"pod": {"spec": {"hostIPC": True}}}, None)],
+    "previous_log_lines": [({"previous_log": "a\nb\n"}, 2), ({"previous_log": ""}, 0),
+                           ({}, None), ({"unread": ["logs"]}, None)],
+    "engine_nodes": [
+        ({}, 1),
+        ({"container": {"args": ["--tensor-parallel-size", "8", "--pipeline-parallel-size", "2"],
+                        "resources": {"limits": {"nvidia.com/gpu": "8"}}}}, 2),
+        ({"pod": {"metadata": {"labels": {"leaderworkerset.sigs.k8s.io/size": "3"}}}}, 3)],
+    "served_model": [({}, "Qwen/Qwen3-8B"),
+                     ({"container": {"args": ["Qwen/Qwen3-VL-8B-Instruct", "--port", "8000"]}},
+                      "Qwen/Qwen3-VL-8B-Instruct"),
+                     ({"container": {"args": ["--port", "8000"]}}, None)],
+    "nccl_failure": [
+        ({"previous_log": "[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught "
+                          "collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, "
+                          "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600086 "
+                          "milliseconds before timing out.\n"},
+         "collective timeout: ALLREDUCE SeqNum=1 gave up after 600 s (the first collective: "
+         "the ranks never connected)"),
+        ({"log": "(pid=34272) host:34272:34565 [1] transport/p2p.cc:238 NCCL WARN failed to open "
+                 "CUDA IPC handle : 217 peer access is not supported between these two "
+                 "devices\nRuntimeError: NCCL error: unhandled cuda error (run with "
+                 "NCCL_DEBUG=INFO for details)\n"}, "P2P / CUDA IPC between GPUs"),
+        ({"log": "(VllmWorker rank=1 pid=412) ERROR 06-04 10:01:11 [multiproc_executor.py:470] "
+                 "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO "
+                 "for details)\n"}, "NCCL system error"),
+        ({"log": "ip-1:1:1 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\n"},
+         None),
+        ({"unread": ["logs"]}, "UNKNOWN")],
     "canary_traffic_percent": [
         ({"pod": ISVC_POD, "objects": isvc({"canaryTrafficPercent": 10})}, 10),
         ({"pod": ISVC_POD, "objects": isvc()}, None)],

@@ -82,6 +82,20 @@ def test_readme_carries_the_generated_fact_list() -> None:
     assert block == run.stdout, "regenerate with ./scripts/update-docs"
 
 
+def test_docs_carry_the_generated_finding_catalogue() -> None:
+    """docs/catalogue.md holds every finding, what it reads and its sources, as generated."""
+    from triage.checklist import STEPS
+    from triage.rules.catalogue import findings_markdown
+
+    text = (ROOT / "docs" / "catalogue.md").read_text()
+    start, end = "<!-- catalogue:start -->\n", "<!-- catalogue:end -->"
+    block = text.split(start, 1)[1].split(end, 1)[0]
+    assert block == findings_markdown(LOADED.patterns, {s.number: s.title for s in STEPS}), \
+        "regenerate with ./scripts/update-docs"
+    for pid in PATTERNS:
+        assert f"### {pid}\n" in block, pid
+
+
 MALFORMED = """\
 id: broken-example
 severity: critical

@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import regex
 
 from tests.unit import context
 from triage.results import Severity, Verdict
 from triage.rules.evaluate import Evaluator, PodDiagnosis, Truth, compare, diagnose
 from triage.rules.language import Comparison
-from triage.rules.loader import PatternError, parse_pattern, resolve
+from triage.rules.loader import PatternError, load_patterns, parse_pattern, resolve
 
 
 def cmp(op: str, value: Any) -> Comparison:
@@ -193,3 +194,126 @@ def test_bracketed_label_paths_are_read() -> None:
     assert run(p).findings
     assert not run(p, node={"metadata": {"labels": {"nvidia.com/gpu.product": "Tesla-T4"}}}
                    ).findings
+
+
+WARN_WHEN = """\
+  any:
+    - log: {regex: 'No space left on device'}
+    - node: {condition: DiskPressure}"""
+NEARLY_FULL = "  log: {regex: 'is over \\d+% full', levels: any}"
+
+
+def test_warn_when_raises_the_same_id_as_a_warning() -> None:
+    from triage.rules.warn_when import apply_warn_when
+
+    p = pattern(WARN_WHEN, warn_when=NEARLY_FULL)
+
+    def diagnosed(**kw: Any) -> PodDiagnosis:
+        ctx = context(**kw)
+        diag = PodDiagnosis(ctx.pod, [ctx])
+        evaluator = Evaluator([])
+        diagnose(evaluator, (p,), diag)
+        apply_warn_when(evaluator, (p,), diag)
+        return diag
+
+    ray = "(raylet) file_system_monitor.cc:116: /tmp/ray is over 95% full, available space: 4 GB"
+    mild = diagnosed(log=ray).findings
+    assert [(f.id, f.severity) for f in mild] == [("under-test", Severity.WARNING)]
+    assert any("over 95% full" in e for e in mild[0].evidence)
+    # The critical form wins, once, with the warning's line only if show asks for it.
+    both = diagnosed(log=ray + "\nOSError: [Errno 28] No space left on device").findings
+    assert [(f.id, f.severity) for f in both] == [("under-test", Severity.CRITICAL)]
+    assert not diagnosed(log="all good").findings
+    # The critical rule unknown (node unread) does not hide the warning sign ...
+    unread = diagnosed(log=ray, unread=["nodes"], pod={"spec": {"nodeName": "gone"}})
+    assert [f.severity for f in unread.findings] == [Severity.WARNING]
+    # ... and with neither known nor raised, the rule is unknown, not silent.
+    blind = diagnosed(unread=["logs"])
+    assert blind.states["under-test"] is Truth.UNKNOWN and not blind.findings
+
+
+@pytest.mark.parametrize("extra", [
+    {"severity_word": "warning"}, {"fallback": "  true"}])
+def test_warn_when_only_on_a_critical_non_fallback_pattern(extra: dict[str, str]) -> None:
+    text = ("id: under-test\nseverity: SEV\ntitle: t\nstep: 9\nremediation: r\n"
+            "when: {log: {regex: x}}\nwarn_when: {log: {regex: y}}\n")
+    text = text.replace("SEV", extra.get("severity_word", "critical"))
+    if "fallback" in extra:
+        text += "fallback: true\n"
+    with pytest.raises(PatternError) as err:
+        parse_pattern(text, "under-test.yaml")
+    assert err.value.where == "warn_when"
+
+
+def test_scan_reports_the_warning_form_and_its_step_warns(tmp_path: Any) -> None:
+    """End to end: Ray's "over 95% full" on a healthy pod is disk-full as a warning."""
+    from tests.conftest import run_cli
+    from tests.fixturekit import copy_fixture
+
+    root = copy_fixture(tmp_path / "fx", "well-sized-healthy")
+    log = root / "logs/llm/vllm-qwen-6d8f7b9c5d-2kqzt/vllm.log"
+    log.write_text(log.read_text() + "(APIServer pid=1) (raylet) [2025-12-23 23:06:29,336 E "
+                   "133251 133275] (raylet) file_system_monitor.cc:116: /tmp/ray/session_2025-"
+                   "12-23_22-55-15_211286_132135 is over 95% full, available space: 46.5185 GB; "
+                   "capacity: 7096.47 GB. Object creation will fail if spilling is required.\n")
+    run = run_cli("analyze", str(root), "-o", "json")
+    report = run.json()
+    found = {p["name"]: [(f["id"], f["severity"]) for f in p["findings"]]
+             for p in report["pods"]}
+    assert found["vllm-qwen-6d8f7b9c5d-2kqzt"] == [("disk-full", "warning")]
+    assert found["vllm-qwen-6d8f7b9c5d-m4x7w"] == []
+    step9 = next(s for s in report["checklist"] if s["step"] == 9)
+    assert step9["verdict"] == "warn" and run.code == 0
+
+
+CRASHED = {"state": {"waiting": {"reason": "CrashLoopBackOff"}},
+           "lastState": {"terminated": {"reason": "Error", "exitCode": 1}}, "restartCount": 4}
+
+
+def _root_cause_of(previous_log: str) -> tuple[str, ...]:
+    crashloop = next(p for p in load_patterns().patterns if p.id == "crashloop-unknown")
+    diag = run(crashloop, status=CRASHED, previous_log=previous_log)
+    return diag.findings[0].evidence
+
+
+def _marked(evidence: tuple[str, ...]) -> str:
+    """The root-cause line: the first log line marked '>'."""
+    return next(e for e in evidence if regex.search(r" line \d+> ", e))
+
+
+@pytest.mark.parametrize(("log", "cause"), [
+    # NCCL WARN, then the exception that only points to it (llm-d#352).
+    ("[2025-10-13 09:06:25] vllm-0:3663:4044 [0] misc/ibvwrap.cc:206 NCCL WARN Call to "
+     "ibv_modify_qp failed with error No such device errno 19\n"
+     "vllm-0:3663:4044 [0] NCCL INFO proxy.cc:1336 -> 2\n"
+     "ERROR 10-13 09:06:25 [v1/executor/multiproc_executor.py:597] RuntimeError: NCCL error: "
+     "unhandled system error (run with NCCL_DEBUG=INFO for details)\n"
+     "ERROR 10-13 09:06:25 [v1/executor/multiproc_executor.py:597] WorkerProc failed to start.\n",
+     "NCCL WARN Call to ibv_modify_qp failed"),
+    # A prefix cut in copying (vllm#20305), after an older, unrelated error.
+    ("OSError: [Errno 2] No such file or directory: '/tmp/x'\n"
+     "[multiproc_executor.py:492] ValueError: Free memory on device (31.44/47.38 GiB) on startup "
+     "is less than desired GPU memory utilization (0.95, 45.01 GiB). Decrease GPU memory "
+     "utilization or reduce GPU memory used by other processes.\n"
+     "ERROR 06-30 13:53:19 [core.py:515] EngineCore failed to start.\n",
+     "ValueError: Free memory on device"),
+    # A mangled Ray prefix (ray#59778 shape).
+    ("orkerWrapper pid=581, ip=10.0.0.3) RuntimeError: CUDA error: an illegal memory access "
+     "was encountered\n", "RuntimeError: CUDA error: an illegal memory access"),
+    # INFO lines quoting an exception name are not the cause; the wrapper is better than
+    # the bare tail.
+    ("(APIServer pid=1) INFO 11-28 03:05:19 [utils.py:326] non-default args: {'x': "
+     "'ValueError: y'}\n(APIServer pid=1) RuntimeError: Engine core initialization failed. See "
+     "root cause above. Failed core proc(s): {'EngineCore_0': 1}\n",
+     "Engine core initialization failed"),
+    # Without NCCL_DEBUG there is no WARN: the pointer itself is the best line.
+    ("(VllmWorker rank=1 pid=412) ERROR 06-04 10:01:11 [multiproc_executor.py:470] RuntimeError: "
+     "NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details)\n"
+     "(EngineCore_0 pid=270) ERROR 06-04 10:01:12 [core.py:700] EngineCore failed to start.\n",
+     "NCCL error: unhandled cuda error"),
+    # A warning only when nothing else is an error.
+    ("/usr/local/lib/python3.12/dist-packages/torch/cuda/__init__.py:287: UserWarning: \n"
+     "exit\n", "UserWarning:"),
+])
+def test_root_cause_line(log: str, cause: str) -> None:
+    assert cause in _marked(_root_cause_of(log))

@@ -140,6 +140,18 @@ def test_step6_evidence_and_needs_events() -> None:
     assert gap.verdict is Verdict.UNKNOWN and gap.evidence[0].startswith("could not read events")
 
 
+def test_step6_shows_the_image_pull_before_the_start() -> None:
+    pulled = {"reason": "Pulled", "type": "Normal",
+              "message": 'Successfully pulled image "vllm/vllm-openai:v0.10.1.1" in 3m12.456s '
+                         '(3m12.456s including waiting). Image size: 10218341220 bytes.'}
+    step = judge(log=V1_LOG, events=[pulled])[6]
+    assert "image pulled in 3m12s" in step.evidence[0]
+    assert "pull plus start-up 287s until ready" in step.evidence[0]
+    present = dict(pulled, message='Container image "vllm/vllm-openai:v0.10.1.1" already '
+                                   'present on machine')
+    assert "pulled" not in judge(log=V1_LOG, events=[present])[6].evidence[0]
+
+
 def test_step7_and_8_without_an_autoscaler() -> None:
     steps = judge(pod=OWNED_POD, objects=deployment_objects(), metrics=METRICS)
     assert steps[7].verdict is Verdict.NA

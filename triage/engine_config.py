@@ -1,6 +1,7 @@
 """vLLM's effective engine settings, read from a container the way vLLM reads them.
 
-Handles ``vllm serve MODEL --flag value``, ``--flag=value``,
+Handles ``vllm serve MODEL --flag value`` (also as args alone to the
+``vllm/vllm-openai`` image, whose ENTRYPOINT is ``vllm serve``), ``--flag=value``,
 ``python -m vllm.entrypoints.openai.api_server --model MODEL``, a shell
 wrapper (``sh -c "vllm serve ..."``), Kubernetes ``$(VAR)`` expansion in
 args, the KServe Hugging Face runtime (``--model_id``, ``--backend=vllm``)
@@ -167,11 +168,26 @@ def parse(container: Obj, snapshot: Snapshot | None = None, pod: Obj | None = No
         rest = positional[positional.index("serve") + 1 :]
         if rest:
             cfg.model = rest[0]
+    elif positional and _image_entrypoint_serves(container):
+        # The vllm/vllm-openai image's own ENTRYPOINT is `vllm serve`: with no
+        # command, args ["Qwen/Qwen3-8B", "--port", "8000"] serve that model.
+        cfg.model = positional[0]
     if cfg.flags.get("model"):
         cfg.model = cfg.flags["model"]
     if "config" in cfg.flags and snapshot is not None and pod is not None:
         _merge_config_file(cfg, cfg.flags["config"], container, snapshot, pod)
     return cfg
+
+
+# Images whose ENTRYPOINT is `vllm serve` (docker/Dockerfile, vllm-openai target).
+_SERVE_ENTRYPOINT_IMAGE = regex.compile(r"(?i)(?:^|/)vllm-openai(?:[:@]|$)")
+
+
+def _image_entrypoint_serves(container: Obj) -> bool:
+    """The container runs the image's own ENTRYPOINT, and that is `vllm serve`."""
+    if container.get("command"):
+        return False
+    return bool(_SERVE_ENTRYPOINT_IMAGE.search(str(container.get("image") or "")))
 
 
 def _merge_config_file(

@@ -181,8 +181,22 @@ class ProbeTiming(Step):
     def judge(self, inputs: Inputs) -> StepResult:
         ev = [f"{label(pod, ctx)}: {ctx.fact('observed_startup_seconds').evidence}; "
               f"{ctx.fact('has_startup_probe').evidence}; {ctx.fact('liveness_probe').evidence}"
+              + _pull_time(ctx)
               for pod, ctx in inputs.containers()]
         return self.result(Verdict.PASS, ev)
+
+
+def _pull_time(ctx: ContainerContext) -> str:
+    """The image pull before the start: the kubelet starts probes only once the container
+    runs, so the pull is not in the probes' budget, but a new pod waits for it."""
+    pull = ctx.fact("image_pull_seconds")
+    if not pull.known or not pull.value:
+        return ""
+    started = ctx.fact("observed_startup_seconds")
+    total = (f"; pull plus start-up {pull.value + started.value:.0f}s until ready"
+             if started.known and started.value is not None else "")
+    return (f"; {pull.evidence}; probes start after the pull, so it is not in their budget, "
+            f"but every new pod on a node without the image waits for it{total}")
 
 
 def _autoscalers(inputs: Inputs) -> tuple[list[str], list[str]]:

@@ -275,3 +275,19 @@ def model_cache_volume(ctx: ContainerContext) -> Measured:
     kind = next((k for k in vol if k != "name"), "unknown")
     return Measured(kind, f"container {ctx.name} caches {model} in {path} ({why}), on volume "
                           f"{vol.get('name')} ({kind}) mounted at {mount.get('mountPath')}")
+
+
+@fact("served_model", unit="text", scope="container",
+      doc="the model the engine loads: --model, the first arg of `vllm serve` (or of the "
+          "vllm/vllm-openai image's own entrypoint), or the --config file; None when not found")
+def served_model(ctx: ContainerContext) -> Measured:
+    model = ctx.engine.model
+    if not model:
+        _flag_known(ctx, "model")
+        return Measured(None, f"container {ctx.name}: the served model is not known from its "
+                              "args")
+    where = ctx.engine.sources.get("model", "args")
+    revision = ctx.engine.raw("revision")
+    return Measured(model, f"container {ctx.name} serves {model} (from {where})"
+                           + (f", revision {revision}" if revision else "")
+                           + f", image {ctx.container.get('image')}")

@@ -1,10 +1,24 @@
-"""The names a pattern may use, listed for people: facts with their scope, unit and doc, and
-the metrics derived from /metrics. The same text is kept in patterns/README.md."""
+"""Listed for people: the names a pattern may use (facts with their scope, unit and doc,
+and the metrics derived from /metrics; kept in patterns/README.md), and the finding
+catalogue (every finding, what it reads and its sources; kept in docs/catalogue.md)."""
 
 from __future__ import annotations
 
 from triage.facts import describe_registry
 from triage.metrics import METRICS
+from triage.rules.language import (
+    Condition,
+    EventLeaf,
+    FactLeaf,
+    FieldLeaf,
+    FindingLeaf,
+    LogLeaf,
+    MetricLeaf,
+    NodeConditionLeaf,
+    Pattern,
+    RootCauseLeaf,
+    walk,
+)
 
 
 def facts_text() -> str:
@@ -30,3 +44,83 @@ def facts_markdown() -> str:
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|")
+
+
+def findings_markdown(patterns: tuple[Pattern, ...], step_titles: dict[int, str]) -> str:
+    """Every finding: what it means, what it reads (from its conditions) and its sources."""
+    ordered = sorted(patterns, key=lambda p: (p.step, p.id))
+    lines = ["| finding | severity | step | title |", "| --- | --- | --- | --- |"]
+    for p in ordered:
+        severity = p.severity.value + (" (warning form)" if p.warn_when is not None else "")
+        lines.append(f"| [`{p.id}`](#{p.id}) | {severity} | {p.step} | {_cell(p.title)} |")
+    for p in ordered:
+        lines += ["", f"### {p.id}", "", f"**{_cell(p.title)}**: {p.severity.value}"
+                  + (", with a warning form (`warn_when`)" if p.warn_when is not None else "")
+                  + (", a fallback (only when no critical finding explains the pod)"
+                     if p.fallback else "")
+                  + f"; checklist step {p.step} ({step_titles.get(p.step, '?')}).", ""]
+        if p.summary:
+            lines += [" ".join(p.summary.split()), ""]
+        lines.append("Reads: " + "; ".join(_reads(p)) + ".")
+        if p.yields_to:
+            lines.append(f"Stands back for: {', '.join(f'`{y}`' for y in p.yields_to)}.")
+        lines += ["", "Sources:", ""]
+        lines += [f"- {_cell(ref)}" for ref in p.references] or ["- (none listed)"]
+    return "\n".join(lines) + "\n"
+
+
+def _reads(p: Pattern) -> list[str]:
+    conds: list[Condition] = [p.when, *p.show]
+    if p.warn_when is not None:
+        conds.append(p.warn_when)
+    if p.escalate is not None:
+        conds.append(p.escalate.when)
+    streams: set[str] = set()
+    events: list[str] = []
+    fields: dict[str, list[str]] = {"container": [], "pod": [], "node": []}
+    facts: list[str] = []
+    metrics: list[str] = []
+    findings: list[str] = []
+    root_cause = False
+    for cond in conds:
+        for leaf in walk(cond, into_not=True):
+            if isinstance(leaf, LogLeaf):
+                streams.add(leaf.stream)
+            elif isinstance(leaf, EventLeaf):
+                reason = leaf.reason.pattern.strip("^$") if leaf.reason is not None else "any"
+                if reason not in events:
+                    events.append(reason)
+            elif isinstance(leaf, FieldLeaf):
+                if leaf.field not in fields[leaf.scope]:
+                    fields[leaf.scope].append(leaf.field)
+            elif isinstance(leaf, NodeConditionLeaf):
+                if f"condition {leaf.condition}" not in fields["node"]:
+                    fields["node"].append(f"condition {leaf.condition}")
+            elif isinstance(leaf, FactLeaf):
+                for name in (leaf.name, leaf.comparison.fact_ref if leaf.comparison else None):
+                    if name and name not in facts:
+                        facts.append(name)
+            elif isinstance(leaf, MetricLeaf) and leaf.name not in metrics:
+                metrics.append(leaf.name)
+            elif isinstance(leaf, FindingLeaf):
+                findings += [i for i in leaf.ids if i not in findings]
+            elif isinstance(leaf, RootCauseLeaf):
+                root_cause = True
+    out: list[str] = []
+    if streams or root_cause:
+        which = ("the previous container log" if streams == {"previous"} else
+                 "the current and previous container logs")
+        out.append(which + (" (the root-cause line)" if root_cause else ""))
+    if events:
+        out.append("events " + ", ".join(f"`{e}`" for e in events))
+    for scope, label in (("container", "container status"), ("pod", "the Pod"),
+                         ("node", "the Node")):
+        if fields[scope]:
+            out.append(f"{label} " + ", ".join(f"`{f}`" for f in fields[scope]))
+    if facts:
+        out.append("facts " + ", ".join(f"`{f}`" for f in facts))
+    if metrics:
+        out.append("/metrics " + ", ".join(f"`{m}`" for m in metrics))
+    if findings:
+        out.append("findings " + ", ".join(f"`{f}`" for f in findings))
+    return out or ["nothing"]

@@ -387,10 +387,24 @@ def _number(value: Any) -> float | None:
 
 
 # An exception line as Python prints it ("torch.OutOfMemoryError: ...",
-# "RuntimeError: ..."), or a fatal signal / error line.
+# "RuntimeError: ..."), a fatal signal / error line, or an NCCL WARN line
+# (NCCL prints the real cause there; the Python exception after it only says
+# "unhandled system error"). The exception may follow a prefix the log
+# parser did not recognise because it was cut or mangled in copying
+# ("[multiproc_executor.py:492] ValueError: ...", "orkerWrapper pid=581)
+# RuntimeError: ...", a k9s box "│ ERROR ... RuntimeError: ..."): after a
+# closing bracket or parenthesis, or a box / pipe border. Python warnings
+# ("file.py:287: UserWarning: ...") are told apart: only shown when no error
+# is found. pydantic's "1 validation error for ModelConfig" (vLLM >= 0.10
+# configs) says what failed on the indented "  Value error, ..." line after it.
+# No \s: the log engine tries a match across a line and the two before it
+# (hard-wrapped messages), and a shape must not start on one line and end on the next.
 _ERROR_SHAPE = regex.compile(
-    r"^(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)\b:?|Traceback \(most recent"
-    r"|Fatal Python error|Bus error|Segmentation fault|Killed$)"
+    r"(?:^|[\])│|][ \t]*|:\d+: )(?:(?P<trace>Traceback \(most recent)"
+    r"|(?P<warn>[A-Za-z_][\w.]*Warning\b:)"
+    r"|(?P<exc>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b:?|Fatal Python error"
+    r"|Bus error|Segmentation fault|Killed$))|(?P<nccl>\bNCCL WARN\b)"
+    r"|^[ \t]*(?P<pydantic>Value error, )"
 )
 
 
@@ -399,21 +413,41 @@ ERROR_LINES_KEPT = 256  # the last error-shaped lines kept per log, to find the 
 
 
 def root_cause(ctx: ContainerContext, leaf: RootCauseLeaf) -> list[str]:
-    """The last error line that is not a wrapper, else the last lines of the log."""
+    """The last error line that is not a wrapper, else the last wrapper, else the last
+    warning, else the last lines of the log.
+
+    INFO and DEBUG lines are never the cause (they quote exception names in
+    argument dumps and advice); a wrapper (``leaf.skip``) still beats the
+    bare tail, because it usually repeats what failed.
+    """
+    def evidence(stream: str, tail: list[LogLine], cause: LogLine) -> list[str]:
+        rest = [log_evidence(ctx, stream, ln, marked=False) for ln in tail
+                if ln.number != cause.number]
+        return [log_evidence(ctx, stream, cause, marked=True), *rest]
+
     for stream in ("previous", "current"):
         index = ctx.log(stream)
         if index is None or index.empty:
             continue
         tail = index.tail[-leaf.lines:]
-        errors = index.result(ERROR_LINES, ERROR_LINES_KEPT).last
-        for hit in reversed(errors):
+        wrapper: LogLine | None = None
+        warning: LogLine | None = None
+        for hit in reversed(index.result(ERROR_LINES, ERROR_LINES_KEPT).last):
             line = hit.line
-            if any(rx.search(line.message) for rx in leaf.skip):
+            if line.level in ("DEBUG", "INFO"):
                 continue
-            if not line.message.startswith("Traceback"):
-                rest = [log_evidence(ctx, stream, ln, marked=False) for ln in tail
-                        if ln.number != line.number]
-                return [log_evidence(ctx, stream, line, marked=True), *rest]
+            m = _ERROR_SHAPE.search(line.message)
+            if m is None or m.group("trace"):
+                continue
+            if m.group("warn"):
+                warning = warning or line
+            elif any(rx.search(line.message) for rx in leaf.skip):
+                wrapper = wrapper or line
+            else:
+                return evidence(stream, tail, line)
+        second_best = wrapper or warning
+        if second_best is not None:
+            return evidence(stream, tail, second_best)
         return [log_evidence(ctx, stream, ln, marked=False) for ln in tail]
     return ["no log text could be read for this container"]
 
@@ -431,6 +465,8 @@ def queries_for(patterns: tuple[Pattern, ...]) -> QuerySet:
         conds: list[Condition] = [p.when, *p.show]
         if p.escalate is not None:
             conds.append(p.escalate.when)
+        if p.warn_when is not None:
+            conds.append(p.warn_when)
         for cond in conds:
             for leaf in walk(cond, into_not=True):
                 if isinstance(leaf, LogLeaf) and not leaf.tail:

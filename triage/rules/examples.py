@@ -20,6 +20,7 @@ from triage.logs import LogSource
 from triage.results import Severity
 from triage.rules.evaluate import Evaluator, PodDiagnosis, diagnose, queries_for
 from triage.rules.language import Example, Pattern
+from triage.rules.warn_when import apply_warn_when
 from triage.snapshot import ALL_KINDS, PREVIOUS, Obj, ReadFailure, Snapshot
 
 NAMESPACE, POD, CONTAINER, NODE = "llm", "vllm-0", "vllm", "gpu-node-1"
@@ -129,17 +130,23 @@ class ExampleResult:
     example: Example
     reported: bool
     unknown: str | None
+    severity: Severity | None = None  # of the finding, when reported
 
     @property
     def ok(self) -> bool:
         if self.example.reports is None:
             return not self.reported and self.unknown is not None
+        if self.example.severity and self.severity is not None and \
+                self.severity.value != self.example.severity:
+            return False
         return self.reported is self.example.reports and not (
             not self.example.reports and self.unknown)
 
     def describe(self) -> str:
         want = {True: "report", False: "stay silent", None: "be unknown"}[self.example.reports]
-        got = ("reported" if self.reported else
+        if self.example.severity:
+            want += f" as {self.example.severity}"
+        got = (f"reported as {self.severity}" if self.reported else
                f"could not be evaluated ({self.unknown})" if self.unknown else "stayed silent")
         return f"{self.pattern}: example {self.example.name!r}: should {want}, {got}"
 
@@ -152,10 +159,13 @@ def run_example(pattern: Pattern, example: Example,
                            queries=LOG_QUERIES.merged(queries_for((pattern,))))
     diag = PodDiagnosis(pod, [ctx])
     raised = {fid: severities.get(fid, Severity.WARNING) for fid in example.findings}
-    diagnose(Evaluator([]), (pattern,), diag, raised)
+    evaluator = Evaluator([])
+    diagnose(evaluator, (pattern,), diag, raised)
+    apply_warn_when(evaluator, (pattern,), diag)
     unknown = next((u.reason for u in diag.unevaluated if u.pattern == pattern.id), None)
-    return ExampleResult(pattern.id, example, any(f.id == pattern.id for f in diag.findings),
-                         unknown)
+    found = next((f for f in diag.findings if f.id == pattern.id), None)
+    return ExampleResult(pattern.id, example, found is not None, unknown,
+                         found.severity if found is not None else None)
 
 
 def run_examples(patterns: tuple[Pattern, ...]) -> list[ExampleResult]:

@@ -141,6 +141,7 @@ class Example:
     metrics: dict[str, float] = field(default_factory=dict)  # given derived metrics
     findings: tuple[str, ...] = ()  # findings already raised on the pod
     unread: tuple[str, ...] = ()  # kinds whose read failed (logs, events, metrics, ...)
+    severity: str | None = None  # with reports: true, the severity it must be raised with
 
 
 @dataclass(frozen=True)
@@ -161,12 +162,18 @@ class Pattern:
     escalate: Escalation | None = None
     examples: tuple[Example, ...] = ()
     references: tuple[str, ...] = ()
+    # The milder form of a critical finding under the same id: when ``when``
+    # does not hold but this does, the finding is raised as a warning
+    # (``disk-full``: a disk "over 95% full" that has not failed a write yet).
+    warn_when: Condition | None = None
 
     def finding_refs(self) -> set[str]:
         """Finding ids this pattern's conditions look at (it is evaluated after them)."""
         conds: list[Condition] = [self.when, *self.show]
         if self.escalate is not None:
             conds.append(self.escalate.when)
+        if self.warn_when is not None:
+            conds.append(self.warn_when)
         found: set[str] = set()
         for cond in conds:
             for leaf in walk(cond, into_not=True):

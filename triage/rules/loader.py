@@ -69,10 +69,11 @@ class PatternError(ValueError):
 _ID = regex.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _TOP_KEYS = {
     "id", "severity", "title", "step", "remediation", "when", "summary", "show", "fallback",
-    "yields_to", "escalate", "examples", "references",
+    "yields_to", "escalate", "examples", "references", "warn_when",
 }
 _EXAMPLE_KEYS = {"name", "reports", "log", "previous_log", "status", "pod", "container",
-                 "events", "node", "objects", "facts", "metrics", "findings", "unread"}
+                 "events", "node", "objects", "facts", "metrics", "findings", "unread",
+                 "severity"}
 _UNREAD_KINDS = ("logs", "events", "metrics", "nodes", "configmaps", "services",
                  "replicasets", "deployments", "statefulsets", "horizontalpodautoscalers",
                  "inferenceservices", "persistentvolumeclaims")
@@ -325,6 +326,11 @@ class _Reader:
             unread = case.get("unread") or []
             if not isinstance(unread, list) or any(k not in _UNREAD_KINDS for k in unread):
                 raise self.fail(f"{at}.unread", "must be a list of: " + ", ".join(_UNREAD_KINDS))
+            severity = case.get("severity")
+            if severity is not None and (reports is not True or severity not in
+                                         [s.value for s in Severity]):
+                raise self.fail(f"{at}.severity", "with reports: true, one of "
+                                + ", ".join(s.value for s in Severity))
             logs: dict[str, list[str | None]] = {}
             for key in ("log", "previous_log"):
                 value = case.get(key)
@@ -346,7 +352,8 @@ class _Reader:
                         events=tuple(events), node=maps["node"], objects=maps["objects"],
                         facts=maps["facts"], metrics={k: float(v) for k, v in
                                                       maps["metrics"].items()},
-                        findings=tuple(findings), unread=tuple(unread)))
+                        findings=tuple(findings), unread=tuple(unread),
+                        severity=severity))
         return tuple(out)
 
     def pattern(self, data: Any) -> Pattern:
@@ -376,6 +383,12 @@ class _Reader:
         refs = data.get("references", [])
         if not isinstance(refs, list):
             raise self.fail("references", "must be a list")
+        warn_when = None
+        if data.get("warn_when") is not None:
+            if severity != Severity.CRITICAL.value or data.get("fallback"):
+                raise self.fail("warn_when", "only a critical pattern that is not a fallback "
+                                "has a milder warning form")
+            warn_when = self.condition(data["warn_when"], "warn_when")
         return Pattern(
             id=pid,
             severity=Severity(severity),
@@ -392,6 +405,7 @@ class _Reader:
             examples=self.examples(data.get("examples")),
             references=tuple(str(r) for r in refs),
             source=self.source,
+            warn_when=warn_when,
         )
 
 
