@@ -84,6 +84,11 @@ def to_ere(pattern: str) -> str:
             out.append("(")
             i += 3
             continue
+        named = re.match(r"\(\?P?<[A-Za-z_]\w*>", pattern[i:])  # a named group: a group
+        if named:
+            out.append("(")
+            i += named.end()
+            continue
         m = re.match(r"\(\?[a-zA-Z]+\)", pattern[i:])  # inline flags: dropped
         if m:
             i += m.end()

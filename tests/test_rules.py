@@ -204,16 +204,12 @@ NEARLY_FULL = "  log: {regex: 'is over \\d+% full', levels: any}"
 
 
 def test_warn_when_raises_the_same_id_as_a_warning() -> None:
-    from triage.rules.warn_when import apply_warn_when
-
     p = pattern(WARN_WHEN, warn_when=NEARLY_FULL)
 
     def diagnosed(**kw: Any) -> PodDiagnosis:
         ctx = context(**kw)
         diag = PodDiagnosis(ctx.pod, [ctx])
-        evaluator = Evaluator([])
-        diagnose(evaluator, (p,), diag)
-        apply_warn_when(evaluator, (p,), diag)
+        diagnose(Evaluator([]), (p,), diag)
         return diag
 
     ray = "(raylet) file_system_monitor.cc:116: /tmp/ray is over 95% full, available space: 4 GB"

@@ -9,9 +9,8 @@ from triage.collect import InputError
 from triage.facts import LOG_QUERIES, ContainerContext, Fact
 from triage.report import build
 from triage.results import Report
-from triage.rules.evaluate import Evaluator, classify, queries_for
+from triage.rules.evaluate import classify, queries_for
 from triage.rules.loader import builtin_dir, load_patterns
-from triage.rules.warn_when import apply_warn_when
 from triage.selection import triaged_containers
 from triage.snapshot import Obj, Snapshot
 
@@ -32,9 +31,6 @@ def analyze(snapshot: Snapshot, pattern_dirs: list[Path] | None = None) -> Repor
                 for c in triaged_containers(pod, snapshot.selector)]
 
     pods, rule_warnings = classify(snapshot, loaded.patterns, contexts)
-    evaluator = Evaluator(rule_warnings)
-    for diag in pods:  # the milder, warning form of critical findings that did not fire
-        apply_warn_when(evaluator, loaded.patterns, diag)
     steps = checklist.judge(pods, snapshot.failures, loaded.patterns)
     return build(snapshot, pods, steps, warnings + rule_warnings)
 

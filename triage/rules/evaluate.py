@@ -529,7 +529,8 @@ def escalate(evaluator: Evaluator, patterns: dict[str, Pattern], diag: PodDiagno
 
 def diagnose(evaluator: Evaluator, patterns: tuple[Pattern, ...], diag: PodDiagnosis,
              raised: dict[str, Severity] | None = None) -> None:
-    """All patterns on one pod: signatures first, then yields, then the fallbacks.
+    """All patterns on one pod: signatures first, then yields, the warning forms
+    (``warn_when``), then the fallbacks.
 
     ``raised`` are findings taken as already raised, with their severity
     (whole-rule examples use it).
@@ -543,6 +544,7 @@ def diagnose(evaluator: Evaluator, patterns: tuple[Pattern, ...], diag: PodDiagn
             apply(evaluator, pattern, diag)
     found = {f.id for f in diag.findings} | set(raised)
     diag.findings = [f for f in diag.findings if not set(by_id[f.id].yields_to) & found]
+    warn_when(evaluator, patterns, diag)
     critical = (any(f.severity is Severity.CRITICAL for f in diag.findings)
                 or Severity.CRITICAL in raised.values())
     for pattern in patterns:
@@ -553,6 +555,41 @@ def diagnose(evaluator: Evaluator, patterns: tuple[Pattern, ...], diag: PodDiagn
                 apply(evaluator, pattern, diag)
     escalate(evaluator, by_id, diag)
     diag.findings.sort(key=lambda f: (f.severity.rank, f.step))
+
+
+def warn_when(evaluator: Evaluator, patterns: tuple[Pattern, ...], diag: PodDiagnosis) -> None:
+    """The milder form of a critical finding: a pattern whose ``when`` did not hold but whose
+    ``warn_when`` does raises the same id as a warning (a finding id is a public contract,
+    so an early sign cannot have an id of its own). Patterns that refer to the finding
+    with a ``finding`` leaf see only its critical form; ``escalate`` does not apply."""
+    raised = {f.id for f in diag.findings}
+    for pattern in patterns:
+        if pattern.warn_when is None or diag.states.get(pattern.id) is Truth.TRUE:
+            continue
+        if pattern.id in raised or set(pattern.yields_to) & raised:
+            continue
+        for ctx in diag.contexts:
+            outcome = evaluator.evaluate(pattern.warn_when, ctx, diag, pattern.id)
+            if outcome.truth is Truth.UNKNOWN:
+                if diag.states.get(pattern.id, Truth.FALSE) is Truth.FALSE:
+                    diag.unevaluated.append(Unevaluated(pattern.id, pattern.step, ctx.name,
+                                                        outcome.reason))
+                    diag.states[pattern.id] = Truth.UNKNOWN
+                continue
+            if not outcome.true:
+                continue
+            evidence = list(outcome.evidence)
+            for extra in pattern.show:
+                shown = evaluator.evaluate(extra, ctx, diag, pattern.id)
+                if shown.true:
+                    evidence += [e for e in shown.evidence if e not in evidence]
+            diag.findings.append(Finding(
+                id=pattern.id, severity=Severity.WARNING, title=pattern.title,
+                step=pattern.step, container=ctx.name, evidence=tuple(evidence),
+                remediation=pattern.remediation))
+            diag.states[pattern.id] = Truth.TRUE
+            raised.add(pattern.id)
+            break  # one finding per pod, as for the critical form's first container
 
 
 def classify(snapshot: Snapshot, patterns: tuple[Pattern, ...],

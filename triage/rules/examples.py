@@ -20,7 +20,6 @@ from triage.logs import LogSource
 from triage.results import Severity
 from triage.rules.evaluate import Evaluator, PodDiagnosis, diagnose, queries_for
 from triage.rules.language import Example, Pattern
-from triage.rules.warn_when import apply_warn_when
 from triage.snapshot import ALL_KINDS, PREVIOUS, Obj, ReadFailure, Snapshot
 
 NAMESPACE, POD, CONTAINER, NODE = "llm", "vllm-0", "vllm", "gpu-node-1"
@@ -159,9 +158,7 @@ def run_example(pattern: Pattern, example: Example,
                            queries=LOG_QUERIES.merged(queries_for((pattern,))))
     diag = PodDiagnosis(pod, [ctx])
     raised = {fid: severities.get(fid, Severity.WARNING) for fid in example.findings}
-    evaluator = Evaluator([])
-    diagnose(evaluator, (pattern,), diag, raised)
-    apply_warn_when(evaluator, (pattern,), diag)
+    diagnose(Evaluator([]), (pattern,), diag, raised)
     unknown = next((u.reason for u in diag.unevaluated if u.pattern == pattern.id), None)
     found = next((f for f in diag.findings if f.id == pattern.id), None)
     return ExampleResult(pattern.id, example, found is not None, unknown,
