@@ -12,6 +12,7 @@ Faults come from the fixture's ``incident.yaml``::
       forbidden: [events, nodes]        # 403 on these kinds
       unavailable: [horizontalpodautoscalers]   # 503
       slow: {metrics: 5}                # seconds to wait before answering
+      message: "..."                    # the text of the 403s above, instead of the real one
 
 Run by hand: ``python -m tests.kubeapi fixtures/cuda-oom --port 8001``.
 """
@@ -553,7 +554,7 @@ class Handler(BaseHTTPRequestHandler):
             resource = {"log": "pods/log", "proxy": "pods/proxy"}.get(kind, kind)
             group = RESOURCES.get(kind, ("",))[0]
             self._send(403, _status(
-                403, "Forbidden",
+                403, "Forbidden", faults.get("message") or
                 f'{resource} is forbidden: User "system:serviceaccount:llm:vllm-triage" cannot '
                 f'{verb} resource "{resource}" in API group "{group}"{scope}'))
             return True

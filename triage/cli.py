@@ -24,6 +24,7 @@ from triage import __version__, pipeline
 from triage.collect import CollectError, InputError
 from triage.redact import redact_text
 from triage.report import Report, writers
+from triage.sanitize import sanitize
 from triage.snapshot import Snapshot
 
 # 1 comes from the report (pipeline.exit_code), 3 from ClusterUnreachable.
@@ -84,10 +85,14 @@ def _stderr() -> Console:
     return Console(stderr=True, highlight=False, soft_wrap=True)  # paths stay on one line
 
 
+def _say(message: str) -> None:
+    """One line on stderr. It can quote a kubeconfig, a bundle, a server's
+    message or a path: made safe for the terminal and masked like a report."""
+    _stderr().print(redact_text(sanitize(message)), markup=False, highlight=False)
+
+
 def _fail(message: str, code: int) -> None:
-    # An error can quote a kubeconfig or a server message: mask it like a report.
-    _stderr().print(f"vllm-triage: error: {redact_text(message)}", markup=False,
-                    highlight=False)
+    _say(f"vllm-triage: error: {message}")
     raise typer.Exit(code)
 
 
@@ -141,7 +146,7 @@ def _emit(report: Report, output: Output, output_file: Path | None) -> None:
             output_file.write_text(text, encoding="utf-8")
         except OSError as exc:
             _fail(f"cannot write {output_file}: {exc.strerror or exc}", EXIT_USAGE)
-        _stderr().print(f"report written to {output_file}", markup=False)
+        _say(f"report written to {output_file}")
         sys.stdout.write(render["table"](report, _use_color()))
     else:
         sys.stdout.write(render[output.value](report, output is Output.table and _use_color()))
@@ -156,7 +161,7 @@ def _progress(enabled: bool) -> Iterator[Callable[[str], None]]:
         yield lambda _msg: None
         return
     with console.status("collecting") as status:
-        yield lambda msg: status.update(f"collecting: {msg}")
+        yield lambda msg: status.update(f"collecting: {sanitize(msg)}")
 
 
 NamespaceOpt = Annotated[str | None, typer.Option(
@@ -242,9 +247,8 @@ def collect(
         except OSError as exc:
             raise InputError(f"cannot write {output}: {exc.strerror or exc}") from None
         failures = len(snap.failures)
-        _stderr().print(f"bundle written to {output}"
-                        + (f" ({failures} read(s) failed, listed inside)" if failures else ""),
-                        markup=False)
+        _say(f"bundle written to {output}"
+             + (f" ({failures} read(s) failed, listed inside)" if failures else ""))
 
 
 @app.command(epilog=EPILOG)
@@ -286,24 +290,26 @@ def list_patterns(
         raise typer.Exit(EXIT_OK)
     loaded = load_patterns(list(patterns or []))
     for err in loaded.errors:
-        _stderr().print(f"vllm-triage: error: {err}", markup=False)
+        _say(f"vllm-triage: error: {err}")
     if test:
         from triage.rules.examples import run_examples
 
         results = run_examples(loaded.patterns)
         failed = [r for r in results if not r.ok]
         for r in failed:
-            typer.echo(f"FAIL {r.describe()}")
+            typer.echo(sanitize(f"FAIL {r.describe()}"))
         for p in loaded.patterns:
             kinds = {ex.reports for ex in p.examples}
             if not {True, False} <= kinds:
-                typer.echo(f"note {p.id}: no {'reporting' if True not in kinds else 'silent'} "
-                           f"example ({p.source})")
+                typer.echo(sanitize(f"note {p.id}: no "
+                                f"{'reporting' if True not in kinds else 'silent'} "
+                                f"example ({p.source})"))
         typer.echo(f"{len(results) - len(failed)} passed, {len(failed)} failed "
                    f"({len(loaded.patterns)} patterns)")
         raise typer.Exit(EXIT_USAGE if loaded.errors else 1 if failed else EXIT_OK)
     for p in sorted(loaded.patterns, key=lambda p: (p.step, p.id)):
-        typer.echo(f"{p.id:28} {p.severity.value:9} step {p.step:<3} {p.title}  [{p.source}]")
+        typer.echo(sanitize(f"{p.id:28} {p.severity.value:9} step {p.step:<3} {p.title}  "
+                            f"[{p.source}]"))
     raise typer.Exit(EXIT_USAGE if loaded.errors else EXIT_OK)
 
 

@@ -2,8 +2,10 @@
 
 ``build`` makes the typed ``triage.results.Report`` (its JSON form is schema
 ``vllm-triage/report/v1``); every writer renders that object and nothing
-else, so all formats say the same thing. Everything in it has passed the
-redactor: reports go into tickets.
+else, so all formats say the same thing. Every string in it has passed the
+sanitiser (no control character or escape sequence reaches a terminal or a
+file) and then the redactor (reports go into tickets): this is the one place
+both happen, upstream of every writer.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from triage.results import (
     map_strings,
 )
 from triage.rules.evaluate import PodDiagnosis
+from triage.sanitize import sanitize
 from triage.snapshot import Snapshot
 
 __all__ = ["Report", "Writer", "build", "writers"]
@@ -59,8 +62,14 @@ def build(snapshot: Snapshot, pods: list[PodDiagnosis], steps: list[StepResult],
         unreadable=tuple(Unreadable(f.what, f.reason) for f in snapshot.failures),
         warnings=tuple(warnings),
     )
-    # Everything that reaches a ticket passes the redactor once more.
-    return map_strings(report, redact_text)
+    # Every string, whatever field of the cluster it came from, is made safe
+    # for a terminal first (an escape sequence could hide a credential from
+    # the redactor), then redacted.
+    return map_strings(report, _clean)
+
+
+def _clean(text: str) -> str:
+    return redact_text(sanitize(text))
 
 
 def _summary(pods: tuple[PodResult, ...], steps: list[StepResult]) -> str:
