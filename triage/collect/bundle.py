@@ -10,7 +10,11 @@
     logs/<ns>/<pod>/<container>.previous.log  previous container log
     metrics/<ns>/<pod>.txt   Prometheus text from the pod's /metrics
 
-A bundle is this directory as a ``.tar.gz``. Anything written is redacted.
+A bundle is this directory as a ``.tar.gz``. Every member is redacted when
+written, so a bundle is not redacted again when loaded (its manifest names
+the redaction rules it was written with); a fixture directory's objects get
+the structural pass on load. Log and metrics text is redacted where it leaves
+the tool, in the report.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import yaml
 
 from triage import __version__, selection
 from triage.collect import InputError
-from triage.redact import redact_object, redact_text
+from triage.redact import REDACTION_VERSION, redact_object, redact_text
 from triage.snapshot import ALL_KINDS, Obj, ReadFailure, Snapshot
 
 BUNDLE_SCHEMA = "vllm-triage/bundle/v1"
@@ -172,6 +176,7 @@ def _load_dir(root: Path) -> Snapshot:
                                          tuple(str(x) for x in subject)
                                          if isinstance(subject, list) else ()))
     snap.absent_kinds = set(man.get("absent_kinds") or [])
+    redacted = man.get("schema") is not None and man.get("redaction") == REDACTION_VERSION
     objects = root / "objects"
     for kind in ALL_KINDS:
         for ext in (".json", ".yaml", ".yml"):
@@ -181,7 +186,9 @@ def _load_dir(root: Path) -> Snapshot:
                 items = data.get("items") if isinstance(data, dict) else data
                 if not isinstance(items, list):
                     raise InputError(f"{p}: expected an API List with items")
-                snap.objects[kind] = [redact_object(o) for o in items if isinstance(o, dict)]
+                kept = [o for o in items if isinstance(o, dict)]
+                # A bundle written with these rules was redacted on the way out.
+                snap.objects[kind] = kept if redacted else [redact_object(o) for o in kept]
                 break
     if man.get("schema") is None:  # a fixture: keep the pods a live scan would keep
         snap.objects["pods"] = selection.select_pods(snap.pods(), snap.selector)
@@ -198,13 +205,13 @@ def _load_dir(root: Path) -> Snapshot:
             stream = "current"
             if name.endswith(".previous"):
                 name, stream = name[: -len(".previous")], "previous"
-            snap.logs[(ns, pod, name, stream)] = redact_text(
-                p.read_bytes().decode("utf-8", errors="replace"))
+            snap.logs[(ns, pod, name, stream)] = p.read_bytes().decode("utf-8",
+                                                                      errors="replace")
     metrics = root / "metrics"
     if metrics.is_dir():
         for p in sorted(metrics.glob("*/*.txt")):
-            snap.metrics[(p.parent.name, p.stem)] = redact_text(
-                p.read_bytes().decode("utf-8", errors="replace"))
+            snap.metrics[(p.parent.name, p.stem)] = p.read_bytes().decode("utf-8",
+                                                                         errors="replace")
     return snap
 
 
@@ -237,6 +244,7 @@ def write(snapshot: Snapshot, out: Path) -> None:
         "failures": [{"what": redact_text(f.what), "reason": redact_text(f.reason),
                       "kind": f.kind, "subject": list(f.subject)} for f in snapshot.failures],
         "absent_kinds": sorted(snapshot.absent_kinds),
+        "redaction": REDACTION_VERSION,
     }
     members: list[tuple[str, bytes]] = [
         ("manifest.json", json.dumps(manifest, indent=2).encode())]

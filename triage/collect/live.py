@@ -3,9 +3,11 @@
 Uses the official ``kubernetes`` client for configuration (kubeconfig,
 ``KUBECONFIG``, in-cluster service account), authentication and TLS, and its
 ApiClient for the requests, asking for raw JSON so the snapshot keeps the
-API's own shape. One list call per kind and namespace, never per pod;
-everything after the first pod list runs concurrently in a bounded pool. A
-read that fails is recorded and the scan goes on.
+API's own shape. Objects get the structural redaction pass as they are read;
+log and metrics text is redacted where it leaves the tool (report, bundle).
+One list call per kind and namespace, never per pod; everything after the
+first pod list runs concurrently in a bounded pool. A read that fails is
+recorded and the scan goes on.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from kubernetes.config.config_exception import ConfigException
 from triage import __version__, selection, workload
 from triage.collect import ClusterUnreachable, InputError
 from triage.logs import decode
-from triage.redact import redact_object, redact_text
+from triage.redact import redact_object
 from triage.snapshot import Obj, ReadFailure, Snapshot, meta
 
 # kind -> (API path prefix, plural) for namespaced lists
@@ -384,7 +386,7 @@ class LiveCollector:
                     break
                 # The lines that fit show how long they are: jump, do not creep.
                 tail = max(1, min(tail // 10, body.count(b"\n") // 2))
-            snap.logs[(ns, pod, container, stream)] = redact_text(decode(body))
+            snap.logs[(ns, pod, container, stream)] = decode(body)
         return run
 
     def _metrics_jobs(self, snap: Snapshot, pod: Obj) -> list[tuple[str, Callable[[], None]]]:
@@ -407,5 +409,5 @@ class LiveCollector:
                 snap.failures.append(ReadFailure(f"metrics of {ns}/{name} (port {port})",
                                                  exc.reason, "metrics", (ns, name)))
                 return
-            snap.metrics[(ns, name)] = redact_text(decode(body))
+            snap.metrics[(ns, name)] = decode(body)
         return [("metrics", run)]
