@@ -14,6 +14,15 @@ Faults come from the fixture's ``incident.yaml``::
       slow: {metrics: 5}                # seconds to wait before answering
       message: "..."                    # the text of the 403s above, instead of the real one
 
+and, to play a hostile or broken server (kinds are plurals, ``log`` or ``proxy``)::
+
+      drip: {proxy: 1.0}                # send the body one byte every N seconds
+      gzip_bomb: {proxy: 1073741824}    # a gzip body that unpacks to N zero bytes
+      redirect: [events]                # 302 to somewhere else
+      too_many: {events: 2}             # the first N requests get 429, Retry-After: 1
+      not_json: [pods]                  # 200 with an HTML page
+      ignore_limit_bytes: true          # pod logs: limitBytes is not applied
+
 Run by hand: ``python -m tests.kubeapi fixtures/cuda-oom --port 8001``.
 """
 
@@ -548,6 +557,32 @@ class Handler(BaseHTTPRequestHandler):
         slow = (faults.get("slow") or {}).get(kind)
         if slow:
             self.server.stopping.wait(float(slow))
+        with self.server.lock:
+            seen = self.server.counts[kind] = self.server.counts.get(kind, 0) + 1
+        if seen <= int((faults.get("too_many") or {}).get(kind, 0)):
+            body = json.dumps(_status(429, "TooManyRequests", "too many requests")).encode()
+            self.send_response(429)
+            self.send_header("Retry-After", "1")
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return True
+        if kind in (faults.get("redirect") or []):
+            self.send_response(302)
+            self.send_header("Location", "https://127.0.0.1:1/elsewhere")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return True
+        if kind in (faults.get("not_json") or []):
+            self._send(200, b"<html><body>Welcome to nginx!</body></html>", "text/html")
+            return True
+        if kind in (faults.get("drip") or {}):
+            self._drip(float(faults["drip"][kind]))
+            return True
+        if kind in (faults.get("gzip_bomb") or {}):
+            self._gzip_bomb(int(faults["gzip_bomb"][kind]))
+            return True
         if kind in (faults.get("forbidden") or []):
             scope = f' in the namespace "{ns}"' if ns else " at the cluster scope"
             verb = "list" if len(rest) == 1 else "get"
@@ -563,6 +598,33 @@ class Handler(BaseHTTPRequestHandler):
                                     "the server is currently unable to handle the request"))
             return True
         return False
+
+    def _drip(self, seconds_per_byte: float) -> None:
+        """A body that never ends in time: one byte every ``seconds_per_byte``,
+        until the client hangs up or the server stops (at most 10 minutes)."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(10**9))
+        self.end_headers()
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and not self.server.stopping.is_set():
+            try:
+                self.wfile.write(b"#")
+                self.wfile.flush()
+            except (OSError, ssl.SSLError):
+                break
+            self.server.stopping.wait(seconds_per_byte)
+        self.close_connection = True
+
+    def _gzip_bomb(self, size: int) -> None:
+        body = _gzip_zeros(size)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; version=0.0.4")
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        with contextlib.suppress(OSError, ssl.SSLError):
+            self.wfile.write(body)
 
     def _pod_log(self, ns: str, pod: dict[str, Any], query: dict[str, str]) -> None:
         name = pod["metadata"]["name"]
@@ -605,15 +667,28 @@ class Handler(BaseHTTPRequestHandler):
         if not path.exists():
             self._send(200, b"", "text/plain")
             return
-        data = path.read_bytes()
+        # The kubelet's semantics, read from the end of the file as it does (a
+        # 100 MB log is not loaded to serve its tail): tailLines counts "\n"
+        # only, then limitBytes keeps the first bytes of that tail.
+        size = path.stat().st_size
         tail = query.get("tailLines")
-        if tail and tail.isdigit():
-            lines = data.splitlines(keepends=True)
-            data = b"".join(lines[-int(tail):]) if int(tail) else b""
+        start = _tail_start(path, int(tail)) if tail and tail.isdigit() else 0
+        length = size - start
         limit = query.get("limitBytes")
-        if limit and limit.isdigit():
-            data = data[: int(limit)]
-        self._send(200, data, "text/plain")
+        if limit and limit.isdigit() and not self.server.fixture.faults.get("ignore_limit_bytes"):
+            length = min(length, int(limit))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(length))
+        self.end_headers()
+        with path.open("rb") as fh, contextlib.suppress(OSError, ssl.SSLError):
+            fh.seek(start)
+            while length > 0:
+                chunk = fh.read(min(length, 1 << 20))
+                if not chunk:
+                    break
+                self.wfile.write(chunk)
+                length -= len(chunk)
 
     def _pod_proxy(self, ns: str, pod: dict[str, Any], target: str, path: str) -> None:
         name = pod["metadata"]["name"]
@@ -661,6 +736,49 @@ class Handler(BaseHTTPRequestHandler):
         return {"kind": "APIResourceList", "apiVersion": "v1",
                 "groupVersion": f"{group}/{version}" if group else version,
                 "resources": resources}
+
+
+def _tail_start(path: Path, lines: int) -> int:
+    """Offset of the last ``lines`` lines ("\n"-terminated; a last line without one counts)."""
+    if lines <= 0:
+        return path.stat().st_size
+    with path.open("rb") as fh:
+        size = fh.seek(0, 2)
+        pos = size
+        if size and (fh.seek(size - 1), fh.read(1))[1] == b"\n":
+            pos -= 1  # the final newline ends the last line; it does not start one
+        seen = 0
+        while pos > 0:
+            step = min(pos, 1 << 16)
+            fh.seek(pos - step)
+            block = fh.read(step)
+            idx = len(block)
+            while True:
+                idx = block.rfind(b"\n", 0, idx)
+                if idx < 0:
+                    break
+                seen += 1
+                if seen == lines:
+                    return pos - step + idx + 1
+            pos -= step
+    return 0
+
+
+_BOMBS: dict[int, bytes] = {}
+
+
+def _gzip_zeros(size: int) -> bytes:
+    """gzip of ``size`` zero bytes (1 GiB packs to about 1 MiB), made once."""
+    if size not in _BOMBS:
+        import zlib
+
+        packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+        block = bytes(1 << 20)
+        parts = [packer.compress(block) for _ in range(size >> 20)]
+        parts.append(packer.compress(bytes(size & ((1 << 20) - 1))))
+        parts.append(packer.flush())
+        _BOMBS[size] = b"".join(parts)
+    return _BOMBS[size]
 
 
 class TLSFiles:
@@ -730,6 +848,7 @@ class KubeAPIServer(ThreadingHTTPServer):
         self.request_log = request_log
         self.lock = threading.Lock()
         self.stopping = threading.Event()
+        self.counts: dict[str, int] = {}
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hangs up (a timed-out scan, kubectl -w ended) is not an error."""

@@ -176,6 +176,7 @@ def _load_dir(root: Path) -> Snapshot:
                                          tuple(str(x) for x in subject)
                                          if isinstance(subject, list) else ()))
     snap.absent_kinds = set(man.get("absent_kinds") or [])
+    snap.notes = [str(n) for n in man.get("notes") or [] if isinstance(n, str)]
     redacted = man.get("schema") is not None and man.get("redaction") == REDACTION_VERSION
     objects = root / "objects"
     for kind in ALL_KINDS:
@@ -245,6 +246,7 @@ def write(snapshot: Snapshot, out: Path) -> None:
                       "kind": f.kind, "subject": list(f.subject)} for f in snapshot.failures],
         "absent_kinds": sorted(snapshot.absent_kinds),
         "redaction": REDACTION_VERSION,
+        "notes": [redact_text(n) for n in snapshot.notes],
     }
     members: list[tuple[str, bytes]] = [
         ("manifest.json", json.dumps(manifest, indent=2).encode())]

@@ -60,7 +60,7 @@ def build(snapshot: Snapshot, pods: list[PodDiagnosis], steps: list[StepResult],
         pods=results,
         checklist=tuple(steps),
         unreadable=tuple(Unreadable(f.what, f.reason) for f in snapshot.failures),
-        warnings=tuple(warnings),
+        warnings=tuple(sorted(snapshot.notes)) + tuple(warnings),
     )
     # Every string, whatever field of the cluster it came from, is made safe
     # for a terminal first (an escape sequence could hide a credential from
