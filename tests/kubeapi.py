@@ -818,12 +818,38 @@ class TLSFiles:
                                critical=False)
                 .sign(ca_key, hashes.SHA256()))
         self.ca_pem = ca.public_bytes(serialization.Encoding.PEM)
+        self._ca, self._ca_key = ca, ca_key
+        self.ca_file = self.dir / "ca.crt"
+        self.ca_file.write_bytes(self.ca_pem)
         self.cert = self.dir / "tls.crt"
         self.key = self.dir / "tls.key"
         self.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
         self.key.write_bytes(key.private_bytes(serialization.Encoding.PEM,
                                                serialization.PrivateFormat.PKCS8,
                                                serialization.NoEncryption()))
+
+    def issue(self, name: str, server: bool, expired: bool = False) -> tuple[bytes, bytes]:
+        """A certificate and key (PEM) signed by this CA: for 127.0.0.1 when ``server``,
+        else a client certificate for user ``name``; ``expired`` ended an hour ago."""
+        now = dt.datetime.now(dt.timezone.utc)
+        key = ec.generate_private_key(ec.SECP256R1())
+        end = now - dt.timedelta(hours=1) if expired else now + dt.timedelta(days=1)
+        builder = (x509.CertificateBuilder()
+                   .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
+                   .issuer_name(self._ca.subject).public_key(key.public_key())
+                   .serial_number(x509.random_serial_number())
+                   .not_valid_before(now - dt.timedelta(days=2)).not_valid_after(end))
+        if server:
+            builder = builder.add_extension(x509.SubjectAlternativeName([
+                x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                critical=False)
+        usage = x509.oid.ExtendedKeyUsageOID.SERVER_AUTH if server else \
+            x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH
+        cert = builder.add_extension(x509.ExtendedKeyUsage([usage]), critical=False).sign(
+            self._ca_key, hashes.SHA256())
+        return (cert.public_bytes(serialization.Encoding.PEM),
+                key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                  serialization.NoEncryption()))
 
     @classmethod
     def get(cls) -> TLSFiles:
@@ -836,11 +862,24 @@ class KubeAPIServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, fixture_dir: Path, port: int = 0, token: str = TOKEN,
-                 request_log: Path | None = None) -> None:
+                 request_log: Path | None = None, expired_cert: bool = False,
+                 client_certs: bool = False) -> None:
+        """``expired_cert``: serve a certificate that has expired; ``client_certs``:
+        require a client certificate signed by the test CA (as an API server with
+        --client-ca-file does when a client offers one)."""
         super().__init__(("127.0.0.1", port), Handler)
         self.tls = TLSFiles.get()
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(self.tls.cert, self.tls.key)
+        if expired_cert:
+            cert, key = self.tls.issue("kube-apiserver", server=True, expired=True)
+            (self.tls.dir / "expired.crt").write_bytes(cert)
+            (self.tls.dir / "expired.key").write_bytes(key)
+            context.load_cert_chain(self.tls.dir / "expired.crt", self.tls.dir / "expired.key")
+        else:
+            context.load_cert_chain(self.tls.cert, self.tls.key)
+        if client_certs:
+            context.verify_mode = ssl.CERT_REQUIRED
+            context.load_verify_locations(self.tls.ca_file)
         self.socket = context.wrap_socket(self.socket, server_side=True)
         self.fixture = Fixture(fixture_dir)
         self.token = token

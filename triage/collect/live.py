@@ -356,6 +356,31 @@ def _keep_end(data: bytes, total: int, want: int) -> tuple[bytes, str]:
     return marker + end + (b"\n" + rest if newline >= 0 else b""), note
 
 
+def _client_cert(conn: Connection) -> str | None:
+    path = getattr(conn.api.configuration, "cert_file", None)
+    return str(path) if path else None
+
+
+def _client_cert_problem(conn: Connection) -> str | None:
+    """Why the kubeconfig's client certificate would be refused, if it can tell."""
+    path = _client_cert(conn)
+    if not path:
+        return None
+    try:
+        decoded = ssl._ssl._test_decode_cert(path)  # type: ignore[attr-defined]
+        not_after = ssl.cert_time_to_seconds(decoded["notAfter"])
+        not_before = ssl.cert_time_to_seconds(decoded["notBefore"])
+    except Exception:  # not a certificate Python can decode: say nothing more
+        return None
+    now = time.time()
+    if not_after < now:
+        when = datetime.fromtimestamp(not_after, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        return f"TLS: the client certificate of context {conn.context!r} expired on {when}"
+    if not_before > now:
+        return f"TLS: the client certificate of context {conn.context!r} is not valid yet"
+    return None
+
+
 def _size(n: int) -> str:
     return f"{n // (1024 * 1024)} MiB" if n >= 1024 * 1024 else f"{n:,} bytes"
 
@@ -385,7 +410,8 @@ def _tls_reason(exc: BaseException) -> str | None:
     cur: BaseException | None = exc
     while cur is not None and len(chain) < 6:
         chain.append(cur)
-        cur = getattr(cur, "reason", None) or cur.__cause__ or cur.__context__
+        reason = getattr(cur, "reason", None)
+        cur = reason if isinstance(reason, BaseException) else (cur.__cause__ or cur.__context__)
     if not any(isinstance(e, (ssl.SSLError, urllib3.exceptions.SSLError)) for e in chain):
         return None
     text = " ".join(str(e) for e in chain).lower()
@@ -486,9 +512,12 @@ class LiveCollector:
             data = self.reader.get_json(path, {"labelSelector": self.opts.selector})
         except ReadError as exc:
             server = self.conn.api.configuration.host
-            if exc.kind == "tls":
+            if exc.kind == "tls" or (exc.kind == "network" and _client_cert(self.conn)):
+                # A server that refuses a client certificate may just close the
+                # connection; the certificate itself can say why.
+                why = _client_cert_problem(self.conn) or exc.reason
                 raise ClusterUnreachable(
-                    f"cannot connect to the Kubernetes API at {server}: {exc.reason}") from None
+                    f"cannot connect to the Kubernetes API at {server}: {why}") from None
             if exc.kind == "protocol":
                 raise ClusterUnreachable(
                     f"the Kubernetes API at {server} did not answer the pod list as an API "
