@@ -100,7 +100,7 @@ def test_point_1_tail_too_long_to_stream_falls_back_to_bisection(tmp_path: Path)
         requests = [r for r in server.requests if f"/pods/{HEALTHY}/log" in r]
     text = snap.logs[("llm", HEALTHY, "vllm", "current")]
     assert "CUDA out of memory" in text
-    assert text.startswith("[vllm-triage: ") and "earlier bytes of the tail not read" in text
+    assert text.startswith("[vllm-triage: ") and "earlier bytes of the log not read" in text
     assert len(requests) <= 2 + 12 + 1, requests
     assert any(HEALTHY in n for n in snap.notes)
 

@@ -37,6 +37,7 @@ from kubernetes.config.config_exception import ConfigException
 
 from triage import __version__, selection, workload
 from triage.collect import ClusterUnreachable, InputError, transport
+from triage.collect.logtail import keep_end, size_label
 from triage.logs import decode
 from triage.redact import redact_object, redact_text
 from triage.sanitize import one_line
@@ -217,9 +218,6 @@ def _one_line(text: str) -> str:
 
 _ERROR_BODY_BYTES = 64 * 1024
 _MAX_LOG_PROBES = 12  # bisection over --tail-lines (up to 200,000 lines: 18 would be exact)
-# Of a line too long to keep whole, its end is kept (a crash is printed last);
-# shorter than triage.logs.MAX_LINE_CHARS so the kept end is what is matched.
-_LINE_END_KEPT = 3000
 _MAX_RETRIES_429 = 3
 
 
@@ -290,8 +288,8 @@ class Reader:
             except ReadError:
                 raise
             except transport.BodyTooLarge as exc:
-                raise ReadError(None, f"the answer is larger than {_size(exc.limit)}; not read",
-                                "size") from None
+                raise ReadError(None, f"the answer is larger than {size_label(exc.limit)}; "
+                                "not read", "size") from None
             except transport.UnsupportedEncoding as exc:
                 raise ReadError(None, f"the answer is compressed as {str(exc)[:40]!r}, which "
                                 "this tool does not decode", "protocol") from None
@@ -335,27 +333,6 @@ class Reader:
         return data
 
 
-def _keep_end(data: bytes, total: int, want: int) -> tuple[bytes, str]:
-    """The last bytes of a streamed tail as log text: whole lines, and before
-    them the end of the line the cut fell in, marked as cut."""
-    if total <= len(data):
-        return data, ""  # the log shrank or rotated between requests: it all fits now
-    newline = data.find(b"\n")
-    partial, rest = (data, b"") if newline < 0 else (data[:newline], data[newline + 1:])
-    end = partial[-_LINE_END_KEPT:]
-    # The cut may fall inside a word (a credential's first half); start at the next one.
-    gap = next((i for i, c in enumerate(end[:256]) if c in b" \t\r"), -1)
-    if gap >= 0 and len(end) > gap + 1:
-        end = end[gap + 1:]
-    dropped = total - len(rest) - len(end) - (1 if newline >= 0 else 0)
-    marker = f"[vllm-triage: {dropped:,} earlier bytes of the tail not read] ".encode()
-    lines = rest.count(b"\n") + (1 if rest and not rest.endswith(b"\n") else 0)
-    note = (f"the {want}-line tail is {_size(total)}, more than the {_size(len(data))} kept: "
-            f"read the last {lines} line(s) whole and the last {len(end):,} bytes of the line "
-            f"before them")
-    return marker + end + (b"\n" + rest if newline >= 0 else b""), note
-
-
 def _client_cert(conn: Connection) -> str | None:
     path = getattr(conn.api.configuration, "cert_file", None)
     return str(path) if path else None
@@ -379,10 +356,6 @@ def _client_cert_problem(conn: Connection) -> str | None:
     if not_before > now:
         return f"TLS: the client certificate of context {conn.context!r} is not valid yet"
     return None
-
-
-def _size(n: int) -> str:
-    return f"{n // (1024 * 1024)} MiB" if n >= 1024 * 1024 else f"{n:,} bytes"
 
 
 _TLS_CAUSES = (
@@ -680,7 +653,7 @@ class LiveCollector:
                                      accept="*/*", cap=self.opts.max_log_transfer,
                                      keep="tail", ring=limit)
         if streamed.complete:
-            return _keep_end(streamed.data, streamed.total, want)
+            return keep_end(streamed.data, streamed.total, f"the {want}-line tail")
         # More than max_log_transfer in the tail: the largest tail that fits.
         lo, lo_body, hi = 0, b"", want
         for _ in range(_MAX_LOG_PROBES):
@@ -700,7 +673,7 @@ class LiveCollector:
                                          accept="*/*", cap=self.opts.max_log_transfer,
                                          keep="tail", ring=limit)
             if streamed.complete:
-                return _keep_end(streamed.data, streamed.total, want)
+                return keep_end(streamed.data, streamed.total, f"the {want}-line tail")
             if lo == 0:
                 raise ReadError(None, f"its last line is longer than {cap_mib} MiB: the end "
                                 "of the log could not be read", "size")
