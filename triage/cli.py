@@ -8,10 +8,12 @@ cluster cannot be reached or refuses the credentials.
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import tempfile
 import traceback
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -128,6 +130,8 @@ def _guard(debug: bool) -> Iterator[None]:
         _fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
         _fail("interrupted", 130)
+    except Terminated:
+        _fail("terminated", 143)
     except Exception as exc:
         if debug:
             traceback.print_exc()
@@ -142,8 +146,7 @@ def _emit(report: Report, output: Output, output_file: Path | None) -> None:
     if output_file is not None:
         text = render[output.value](report, False)
         try:
-            output_file.parent.mkdir(parents=True, exist_ok=True)
-            output_file.write_text(text, encoding="utf-8")
+            write_atomically(output_file, text.encode("utf-8"))
         except OSError as exc:
             _fail(f"cannot write {output_file}: {exc.strerror or exc}", EXIT_USAGE)
         _say(f"report written to {output_file}")
@@ -151,6 +154,42 @@ def _emit(report: Report, output: Output, output_file: Path | None) -> None:
     else:
         sys.stdout.write(render[output.value](report, output is Output.table and _use_color()))
     sys.stdout.flush()
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write ``path`` so that it holds the old report or the new one, never half of one.
+
+    The text goes to a temporary file in the same directory, which then
+    replaces the target by rename: a kill mid-write leaves the previous
+    report intact, and a symbolic link at the target is replaced, not
+    followed (the report never lands where the link points).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir():
+        raise IsADirectoryError(21, "is a directory")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # what a plain write would have made
+        os.replace(tmp, path)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+class Terminated(BaseException):
+    """SIGTERM, turned into an exception so cleanups (temp files, the kubernetes
+    client's decoded client key, open connections) run as for Ctrl-C."""
+
+
+def _on_sigterm(_signum: int, _frame: object) -> None:
+    raise Terminated
 
 
 @contextmanager
@@ -317,6 +356,8 @@ def main() -> None:
     # kubectl passes plugin flags through unchanged; nothing to translate. Run
     # as kubectl-vllm_triage, usage lines read "kubectl vllm-triage ...".
     plugin = Path(sys.argv[0]).name.startswith("kubectl-")
+    with suppress(ValueError):  # not the main thread (embedded): leave signals alone
+        signal.signal(signal.SIGTERM, _on_sigterm)
     app(prog_name="kubectl vllm-triage" if plugin else "vllm-triage")
 
 

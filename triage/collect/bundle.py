@@ -456,7 +456,7 @@ def write(snapshot: Snapshot, out: Path) -> None:
                 tar.addfile(info, io.BytesIO(data))
         os.chmod(tmp_name, 0o600)  # evidence from a cluster: readable by its owner only
         os.replace(tmp_name, out)
-    except BaseException:
+    except BaseException:  # SIGTERM and Ctrl-C too (the CLI turns them into exceptions)
         with contextlib.suppress(OSError):
             os.unlink(tmp_name)
         raise

@@ -468,12 +468,20 @@ class LiveCollector:
             if self.opts.metrics:
                 jobs += self._metrics_jobs(snap, pod)
         done = 0
-        with ThreadPoolExecutor(max_workers=self.opts.workers) as pool:
+        pool = ThreadPoolExecutor(max_workers=self.opts.workers)
+        try:
             futures = [pool.submit(fn) for _, fn in jobs]
             for fut in futures:
                 fut.result()
                 done += 1
                 self.progress(f"read {done}/{len(jobs)}")
+        except BaseException:
+            # Interrupted (Ctrl-C, SIGTERM): drop what has not started and end
+            # the requests in flight now, so the process exits promptly.
+            pool.shutdown(wait=False, cancel_futures=True)
+            transport.WATCHDOG.kill_all()
+            raise
+        pool.shutdown(wait=True)
         # Keep the order of the API's lists stable for reproducible reports.
         snap.failures.sort(key=lambda f: (f.kind, f.what))
         snap.notes.sort()
