@@ -95,7 +95,7 @@ def test_point_10_signal_mid_scan_removes_the_decoded_client_key(tmp_path: Path,
             assert key in decoded  # the private key really was written out
             start = time.monotonic()
             proc.send_signal(sig)
-            out, err = proc.communicate(timeout=20)
+            _out, err = proc.communicate(timeout=20)
             elapsed = time.monotonic() - start
         finally:
             if proc.poll() is None:
