@@ -57,11 +57,11 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120)
 
 
 @contextmanager
-def replay(fixture: str | Path, tmp_path: Path, token: str | None = None
+def replay(fixture: str | Path, tmp_path: Path, token: str | None = None, **server_kw: Any
            ) -> Iterator[tuple[KubeAPIServer, Path]]:
     """Serve a fixture and write a kubeconfig pointing at it."""
     root = fixture if isinstance(fixture, Path) else FIXTURES / fixture
-    server = KubeAPIServer(root, request_log=tmp_path / "requests.log").start()
+    server = KubeAPIServer(root, request_log=tmp_path / "requests.log", **server_kw).start()
     try:
         ns = server.fixture.incident.get("namespace") or "default"
         kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server.url,

@@ -433,6 +433,18 @@ class Handler(BaseHTTPRequestHandler):
             self._send(404, _status(404, "NotFound",
                                     "the server could not find the requested resource"))
             return
+        if self.server.rbac is not None:
+            verb = "get" if len(rest) >= 2 else (
+                "watch" if query.get("watch") in ("true", "1") else "list")
+            resource = plural if len(rest) < 3 else f"{plural}/{rest[2]}"
+            if not self.server.rbac.allows(verb, group, resource, ns):
+                with self.server.lock:
+                    self.server.denied.append(f"{verb} {group}/{resource} in {ns or '(cluster)'}")
+                scope = f' in the namespace "{ns}"' if ns else " at the cluster scope"
+                self._send(403, _status(
+                    403, "Forbidden", f'{resource} is forbidden: User "triage" cannot {verb} '
+                    f'resource "{resource}" in API group "{group}"{scope}'))
+                return
         if plural == "secrets":
             # The tool must never read Secrets; the fixture has none to give.
             self._send(403, _status(403, "Forbidden", 'secrets is forbidden: the test API '
@@ -858,12 +870,42 @@ class TLSFiles:
         return cls._made
 
 
+class RBAC:
+    """Role-based access as the API server decides it, for Roles and ClusterRoles
+    (each taken as bound to the caller): a ClusterRole covers every namespace and
+    cluster-scoped resources, a Role only namespaced resources in its namespace."""
+
+    def __init__(self, documents: list[dict[str, Any]]) -> None:
+        self.roles: list[tuple[str | None, list[dict[str, Any]]]] = []
+        for doc in documents:
+            if not isinstance(doc, dict) or doc.get("kind") not in ("Role", "ClusterRole"):
+                continue
+            ns = (doc.get("metadata") or {}).get("namespace") if doc["kind"] == "Role" else None
+            self.roles.append((ns, list(doc.get("rules") or [])))
+
+    @classmethod
+    def from_files(cls, *paths: Path) -> RBAC:
+        return cls([d for p in paths for d in yaml.safe_load_all(p.read_text()) if d])
+
+    def allows(self, verb: str, group: str, resource: str, ns: str | None) -> bool:
+        for scope, rules in self.roles:
+            if scope is not None and ns != scope:
+                continue
+            for rule in rules:
+                if ((verb in rule.get("verbs", []) or "*" in rule.get("verbs", []))
+                        and (group in rule.get("apiGroups", []) or "*" in rule.get("apiGroups", []))
+                        and (resource in rule.get("resources", [])
+                             or "*" in rule.get("resources", []))):
+                    return True
+        return False
+
+
 class KubeAPIServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, fixture_dir: Path, port: int = 0, token: str = TOKEN,
                  request_log: Path | None = None, expired_cert: bool = False,
-                 client_certs: bool = False) -> None:
+                 client_certs: bool = False, rbac: RBAC | None = None) -> None:
         """``expired_cert``: serve a certificate that has expired; ``client_certs``:
         require a client certificate signed by the test CA (as an API server with
         --client-ca-file does when a client offers one)."""
@@ -888,6 +930,8 @@ class KubeAPIServer(ThreadingHTTPServer):
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.counts: dict[str, int] = {}
+        self.rbac = rbac  # None: everything is allowed (but Secrets)
+        self.denied: list[str] = []
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hangs up (a timed-out scan, kubectl -w ended) is not an error."""
