@@ -37,6 +37,7 @@ import yaml
 from triage import __version__, selection
 from triage.collect import InputError
 from triage.collect.logtail import keep_end
+from triage.collect.shape import normalize_items
 from triage.redact import REDACTION_VERSION, redact_object, redact_text
 from triage.snapshot import ALL_KINDS, Obj, ReadFailure, Snapshot
 
@@ -358,7 +359,7 @@ def _load(source: _Source) -> Snapshot:
                 items = data.get("items") if isinstance(data, dict) else data
                 if not isinstance(items, list):
                     raise InputError(f"{source.name(rel)}: expected an API List with items")
-                kept = [o for o in items if isinstance(o, dict)]
+                kept = normalize_items(kind, items, snap.notes)
                 # A bundle written with these rules was redacted on the way out.
                 snap.objects[kind] = kept if redacted else [redact_object(o) for o in kept]
                 break

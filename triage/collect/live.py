@@ -38,6 +38,7 @@ from kubernetes.config.config_exception import ConfigException
 from triage import __version__, selection, workload
 from triage.collect import ClusterUnreachable, InputError, transport
 from triage.collect.logtail import keep_end, size_label
+from triage.collect.shape import normalize_items
 from triage.logs import decode
 from triage.redact import redact_object, redact_text
 from triage.sanitize import one_line
@@ -454,7 +455,7 @@ class LiveCollector:
             selector=self.opts.selector,
         )
         self.progress(f"listing pods in {ns or 'all namespaces'}")
-        pods = self._list_pods(ns)
+        pods = self._list_pods(ns, snap.notes)
         chosen = selection.select_pods(pods, self.opts.selector)
         snap.objects["pods"] = [redact_object(p) for p in chosen]
 
@@ -487,7 +488,7 @@ class LiveCollector:
         snap.notes.sort()
         return snap
 
-    def _list_pods(self, ns: str | None) -> list[Obj]:
+    def _list_pods(self, ns: str | None, notes: list[str]) -> list[Obj]:
         path = self._ns_path("/api/v1", "pods", ns)
         try:
             data = self.reader.get_json(path, {"labelSelector": self.opts.selector})
@@ -518,7 +519,7 @@ class LiveCollector:
                     f"not allowed to list pods in {ns or 'any namespace'}: {exc.reason}") from None
             raise ClusterUnreachable(f"listing pods failed: {exc.reason}") from None
         items = data.get("items")
-        return [p for p in items if isinstance(p, dict)] if isinstance(items, list) else []
+        return normalize_items("pods", items, notes) if isinstance(items, list) else []
 
     def _lister(self, snap: Snapshot, kind: str, path: str,
                 ns: str | None) -> Callable[[], None]:
@@ -533,8 +534,8 @@ class LiveCollector:
                                                  (ns,) if ns is not None else ()))
                 return
             items = data.get("items")
-            snap.objects[kind] = [redact_object(o) for o in items if isinstance(o, dict)] \
-                if isinstance(items, list) else []
+            snap.objects[kind] = [redact_object(o) for o in normalize_items(
+                kind, items if isinstance(items, list) else [], snap.notes)]
         return run
 
     def _node_jobs(self, snap: Snapshot, pods: list[Obj]) -> list[tuple[str, Callable[[], None]]]:
@@ -557,14 +558,16 @@ class LiveCollector:
                 snap.failures.append(ReadFailure("nodes (/api/v1/nodes)", exc.reason, "nodes"))
                 return
             items = data.get("items")
-            for node in items if isinstance(items, list) else []:
-                if isinstance(node, dict):
-                    add(node)
+            for node in normalize_items("nodes", items if isinstance(items, list) else [],
+                                        snap.notes):
+                add(node)
 
         def read_one(name: str) -> Callable[[], None]:
             def run() -> None:
                 try:
-                    add(self.reader.get_json(f"/api/v1/nodes/{quote(name, safe='')}"))
+                    node = self.reader.get_json(f"/api/v1/nodes/{quote(name, safe='')}")
+                    for shaped in normalize_items("nodes", [node], snap.notes):
+                        add(shaped)
                 except ReadError as exc:
                     snap.failures.append(ReadFailure(f"node {name}", exc.reason, "nodes", (name,)))
             return run
@@ -589,7 +592,9 @@ class LiveCollector:
             def run() -> None:
                 path = f"/api/v1/namespaces/{quote(ns, safe='')}/configmaps/{quote(name, safe='')}"
                 try:
-                    snap.objects["configmaps"].append(redact_object(self.reader.get_json(path)))
+                    cm = self.reader.get_json(path)
+                    snap.objects["configmaps"] += [redact_object(o) for o in normalize_items(
+                        "configmaps", [cm], snap.notes)]
                 except ReadError as exc:
                     snap.failures.append(ReadFailure(f"configmap {ns}/{name}", exc.reason,
                                                      "configmaps", (ns, name)))
