@@ -214,7 +214,8 @@ SelectorOpt = Annotated[str | None, typer.Option(
     "-l", "--selector", help="Label selector for the vLLM pods (e.g. app=vllm); selected pods "
     "are triaged even when their image does not name vLLM.")]
 TimeoutOpt = Annotated[str, typer.Option(
-    "--request-timeout", help="Timeout of each API request (30s, 1m; 0 for none).")]
+    "--request-timeout", help="Wall-time limit of each API request, answer included "
+    "(30s, 1m; 0 for an hour).")]
 TailOpt = Annotated[int, typer.Option(
     "--tail-lines", min=1, max=200000, help="Log lines read per container log.")]
 PatternsOpt = Annotated[list[Path] | None, typer.Option(
