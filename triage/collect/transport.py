@@ -26,8 +26,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import urllib3
-from urllib3.connection import HTTPConnection, HTTPSConnection
-from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 CHUNK = 64 * 1024
 
@@ -159,27 +157,27 @@ class _DeadlineMixin:
             handle.close()
 
 
-class DeadlineHTTPConnection(_DeadlineMixin, HTTPConnection):
-    pass
+_DEADLINE_POOLS: dict[type, type] = {}
 
 
-class DeadlineHTTPSConnection(_DeadlineMixin, HTTPSConnection):
-    pass
-
-
-class DeadlineHTTPConnectionPool(HTTPConnectionPool):
-    ConnectionCls = DeadlineHTTPConnection
-
-
-class DeadlineHTTPSConnectionPool(HTTPSConnectionPool):
-    ConnectionCls = DeadlineHTTPSConnection
+def _deadline_pool(pool_cls: type) -> type:
+    """``pool_cls`` with a deadline-aware connection class (kept per pool class, so a
+    SOCKS or other proxy pool stays what it is and only learns the deadline)."""
+    conn_cls = pool_cls.ConnectionCls  # type: ignore[attr-defined]
+    if issubclass(conn_cls, _DeadlineMixin):
+        return pool_cls  # installed already
+    if pool_cls not in _DEADLINE_POOLS:
+        deadline_conn = type(f"Deadline{conn_cls.__name__}", (_DeadlineMixin, conn_cls), {})
+        _DEADLINE_POOLS[pool_cls] = type(f"Deadline{pool_cls.__name__}", (pool_cls,),
+                                         {"ConnectionCls": deadline_conn})
+    return _DEADLINE_POOLS[pool_cls]
 
 
 def install(pool_manager: Any) -> None:
     """Make a urllib3 PoolManager (or ProxyManager) open deadline-aware connections."""
     pool_manager.clear()
-    pool_manager.pool_classes_by_scheme = {"http": DeadlineHTTPConnectionPool,
-                                           "https": DeadlineHTTPSConnectionPool}
+    pool_manager.pool_classes_by_scheme = {
+        scheme: _deadline_pool(cls) for scheme, cls in pool_manager.pool_classes_by_scheme.items()}
 
 
 class BodyTooLarge(Exception):
