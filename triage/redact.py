@@ -131,12 +131,23 @@ _TEXT_RULES: list[tuple[str, Any, str]] = [
         + r"[\"']?)(?!\[REDACTED\])[^\s\"'\\]{1,4096}+"), r"\1" + MASK),
 ]
 
-# Lines without any of these (lower-cased) cannot match a rule above.
-_TRIGGERS = ("token", "secret", "pass", "pwd", "key", "credential", "auth", "bearer", "cookie",
-             "sig", "hf_", "api_org_", "akia", "asia", "aiza", "ghp_", "gho_", "ghu_", "ghs_",
-             "ghr_", "github_pat_", "sk-", "xox", "eyj", "://", "dsn", "code=",
-             "more characters cut]")
-_TRIGGER = re.compile("|".join(re.escape(t) for t in _TRIGGERS))
+# Lines with none of these (in the lower-cased text) cannot match a rule above:
+# each alternative is the least a rule needs to start ("tokens" or "passed" are
+# not enough, "token=" and "password" are).
+_TRIGGER = re.compile(
+    r"token(?![a-z])|secret|pass(?:w(?:or)?d)?(?![a-z])|pwd(?![a-z])|key(?![a-z])|credential"
+    r"|authorization|bearer|cookie|dsn(?![a-z])|hf_|api_org_|akia|asia|aiza|gh[pousr]_"
+    r"|github_pat_|sk-|xox|eyj|sharedaccess|://[^/\s@]{1,256}@"
+    r"|[?&;](?:sig|signature|x-amz-|x-goog-|client_secret|access_token|refresh_token|id_token"
+    r"|apikey|code|subscription-key)[a-z_-]{0,30}="
+    r"|more characters cut\]")
+# Lines that hold a trigger are redacted together in segments of up to this
+# many bytes (the rules are line-local), so a log with many hits costs a few
+# calls per rule, not one per line; a segment that times out is redone line
+# by line, each line with its own bound.
+_SEGMENT = 256 * 1024
+_GAP = 4096  # trigger lines this close share a segment, with the lines between
+
 
 # A long base64 run with upper case, lower case and digits is a key, not prose:
 # the body lines of a PEM block shown one by one, a random API key of a shape
@@ -222,6 +233,20 @@ def _line(line: str, deadline: float) -> str:
     return line
 
 
+def _segment(segment: str, timeout: float) -> str:
+    try:
+        budget = timeout + len(segment) / 20e6  # generous: the rules run at >100 MB/s
+        deadline = time.monotonic() + budget
+        for rx, repl in _RULES:
+            segment = rx.sub(repl, segment, timeout=max(0.001, deadline - time.monotonic()))
+        return segment
+    except TimeoutError:
+        if "\n" not in segment:
+            return UNCHECKED
+        return "\n".join(_line(line, time.monotonic() + timeout)
+                         for line in segment.split("\n"))
+
+
 def redact_text(text: str, timeout: float = LINE_TIMEOUT_S) -> str:
     """``text`` with every credential the rules know masked; linear in its length."""
     if not text:
@@ -245,8 +270,15 @@ def redact_text(text: str, timeout: float = LINE_TIMEOUT_S) -> str:
         start = text.rfind("\n", 0, hit.start()) + 1
         end = text.find("\n", hit.end())
         end = len(text) if end < 0 else end
+        # Take in the next trigger lines while they are close and the segment small.
+        while end < len(text) and end - start < _SEGMENT:
+            nxt = _TRIGGER.search(lower, end, min(len(text), end + _GAP))
+            if nxt is None:
+                break
+            stop = text.find("\n", nxt.end())
+            end = len(text) if stop < 0 else stop
         out.append(text[pos:start])
-        out.append(_line(text[start:end], time.monotonic() + timeout))
+        out.append(_segment(text[start:end], timeout))
         pos = end
         hit = _TRIGGER.search(lower, end)
     out.append(text[pos:])
