@@ -13,8 +13,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from tests.kubeapi import KubeAPIServer, write_kubeconfig
+
+# Property and fuzz tests (hypothesis): a modest number of examples in the
+# default run so the suite stays quick on two cores; HYPOTHESIS_PROFILE=deep
+# runs many more. No deadline per example: the tests bound time themselves.
+settings.register_profile("default", max_examples=25, deadline=None, derandomize=True,
+                          suppress_health_check=[HealthCheck.too_slow,
+                                                 HealthCheck.data_too_large])
+settings.register_profile("deep", max_examples=1000, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow,
+                                                 HealthCheck.data_too_large])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -45,11 +57,11 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120)
 
 
 @contextmanager
-def replay(fixture: str | Path, tmp_path: Path, token: str | None = None
+def replay(fixture: str | Path, tmp_path: Path, token: str | None = None, **server_kw: Any
            ) -> Iterator[tuple[KubeAPIServer, Path]]:
     """Serve a fixture and write a kubeconfig pointing at it."""
     root = fixture if isinstance(fixture, Path) else FIXTURES / fixture
-    server = KubeAPIServer(root, request_log=tmp_path / "requests.log").start()
+    server = KubeAPIServer(root, request_log=tmp_path / "requests.log", **server_kw).start()
     try:
         ns = server.fixture.incident.get("namespace") or "default"
         kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server.url,

@@ -12,6 +12,16 @@ Faults come from the fixture's ``incident.yaml``::
       forbidden: [events, nodes]        # 403 on these kinds
       unavailable: [horizontalpodautoscalers]   # 503
       slow: {metrics: 5}                # seconds to wait before answering
+      message: "..."                    # the text of the 403s above, instead of the real one
+
+and, to play a hostile or broken server (kinds are plurals, ``log`` or ``proxy``)::
+
+      drip: {proxy: 1.0}                # send the body one byte every N seconds
+      gzip_bomb: {proxy: 1073741824}    # a gzip body that unpacks to N zero bytes
+      redirect: [events]                # 302 to somewhere else
+      too_many: {events: 2}             # the first N requests get 429, Retry-After: 1
+      not_json: [pods]                  # 200 with an HTML page
+      ignore_limit_bytes: true          # pod logs: limitBytes is not applied
 
 Run by hand: ``python -m tests.kubeapi fixtures/cuda-oom --port 8001``.
 """
@@ -423,6 +433,18 @@ class Handler(BaseHTTPRequestHandler):
             self._send(404, _status(404, "NotFound",
                                     "the server could not find the requested resource"))
             return
+        if self.server.rbac is not None:
+            verb = "get" if len(rest) >= 2 else (
+                "watch" if query.get("watch") in ("true", "1") else "list")
+            resource = plural if len(rest) < 3 else f"{plural}/{rest[2]}"
+            if not self.server.rbac.allows(verb, group, resource, ns):
+                with self.server.lock:
+                    self.server.denied.append(f"{verb} {group}/{resource} in {ns or '(cluster)'}")
+                scope = f' in the namespace "{ns}"' if ns else " at the cluster scope"
+                self._send(403, _status(
+                    403, "Forbidden", f'{resource} is forbidden: User "triage" cannot {verb} '
+                    f'resource "{resource}" in API group "{group}"{scope}'))
+                return
         if plural == "secrets":
             # The tool must never read Secrets; the fixture has none to give.
             self._send(403, _status(403, "Forbidden", 'secrets is forbidden: the test API '
@@ -552,13 +574,39 @@ class Handler(BaseHTTPRequestHandler):
         slow = (faults.get("slow") or {}).get(kind)
         if slow:
             self.server.stopping.wait(float(slow))
+        with self.server.lock:
+            seen = self.server.counts[kind] = self.server.counts.get(kind, 0) + 1
+        if seen <= int((faults.get("too_many") or {}).get(kind, 0)):
+            body = json.dumps(_status(429, "TooManyRequests", "too many requests")).encode()
+            self.send_response(429)
+            self.send_header("Retry-After", "1")
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return True
+        if kind in (faults.get("redirect") or []):
+            self.send_response(302)
+            self.send_header("Location", "https://127.0.0.1:1/elsewhere")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return True
+        if kind in (faults.get("not_json") or []):
+            self._send(200, b"<html><body>Welcome to nginx!</body></html>", "text/html")
+            return True
+        if kind in (faults.get("drip") or {}):
+            self._drip(float(faults["drip"][kind]))
+            return True
+        if kind in (faults.get("gzip_bomb") or {}):
+            self._gzip_bomb(int(faults["gzip_bomb"][kind]))
+            return True
         if kind in (faults.get("forbidden") or []):
             scope = f' in the namespace "{ns}"' if ns else " at the cluster scope"
             verb = "list" if len(rest) == 1 else "get"
             resource = {"log": "pods/log", "proxy": "pods/proxy"}.get(kind, kind)
             group = RESOURCES.get(kind, ("",))[0]
             self._send(403, _status(
-                403, "Forbidden",
+                403, "Forbidden", faults.get("message") or
                 f'{resource} is forbidden: User "system:serviceaccount:llm:vllm-triage" cannot '
                 f'{verb} resource "{resource}" in API group "{group}"{scope}'))
             return True
@@ -567,6 +615,33 @@ class Handler(BaseHTTPRequestHandler):
                                     "the server is currently unable to handle the request"))
             return True
         return False
+
+    def _drip(self, seconds_per_byte: float) -> None:
+        """A body that never ends in time: one byte every ``seconds_per_byte``,
+        until the client hangs up or the server stops (at most 10 minutes)."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(10**9))
+        self.end_headers()
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and not self.server.stopping.is_set():
+            try:
+                self.wfile.write(b"#")
+                self.wfile.flush()
+            except (OSError, ssl.SSLError):
+                break
+            self.server.stopping.wait(seconds_per_byte)
+        self.close_connection = True
+
+    def _gzip_bomb(self, size: int) -> None:
+        body = _gzip_zeros(size)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; version=0.0.4")
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        with contextlib.suppress(OSError, ssl.SSLError):
+            self.wfile.write(body)
 
     def _pod_log(self, ns: str, pod: dict[str, Any], query: dict[str, str]) -> None:
         name = pod["metadata"]["name"]
@@ -609,15 +684,28 @@ class Handler(BaseHTTPRequestHandler):
         if not path.exists():
             self._send(200, b"", "text/plain")
             return
-        data = path.read_bytes()
+        # The kubelet's semantics, read from the end of the file as it does (a
+        # 100 MB log is not loaded to serve its tail): tailLines counts "\n"
+        # only, then limitBytes keeps the first bytes of that tail.
+        size = path.stat().st_size
         tail = query.get("tailLines")
-        if tail and tail.isdigit():
-            lines = data.splitlines(keepends=True)
-            data = b"".join(lines[-int(tail):]) if int(tail) else b""
+        start = _tail_start(path, int(tail)) if tail and tail.isdigit() else 0
+        length = size - start
         limit = query.get("limitBytes")
-        if limit and limit.isdigit():
-            data = data[: int(limit)]
-        self._send(200, data, "text/plain")
+        if limit and limit.isdigit() and not self.server.fixture.faults.get("ignore_limit_bytes"):
+            length = min(length, int(limit))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(length))
+        self.end_headers()
+        with path.open("rb") as fh, contextlib.suppress(OSError, ssl.SSLError):
+            fh.seek(start)
+            while length > 0:
+                chunk = fh.read(min(length, 1 << 20))
+                if not chunk:
+                    break
+                self.wfile.write(chunk)
+                length -= len(chunk)
 
     def _pod_proxy(self, ns: str, pod: dict[str, Any], target: str, path: str) -> None:
         name = pod["metadata"]["name"]
@@ -691,6 +779,49 @@ class Handler(BaseHTTPRequestHandler):
                 "resources": resources}
 
 
+def _tail_start(path: Path, lines: int) -> int:
+    """Offset of the last ``lines`` lines ("\n"-terminated; a last line without one counts)."""
+    if lines <= 0:
+        return path.stat().st_size
+    with path.open("rb") as fh:
+        size = fh.seek(0, 2)
+        pos = size
+        if size and (fh.seek(size - 1), fh.read(1))[1] == b"\n":
+            pos -= 1  # the final newline ends the last line; it does not start one
+        seen = 0
+        while pos > 0:
+            step = min(pos, 1 << 16)
+            fh.seek(pos - step)
+            block = fh.read(step)
+            idx = len(block)
+            while True:
+                idx = block.rfind(b"\n", 0, idx)
+                if idx < 0:
+                    break
+                seen += 1
+                if seen == lines:
+                    return pos - step + idx + 1
+            pos -= step
+    return 0
+
+
+_BOMBS: dict[int, bytes] = {}
+
+
+def _gzip_zeros(size: int) -> bytes:
+    """gzip of ``size`` zero bytes (1 GiB packs to about 1 MiB), made once."""
+    if size not in _BOMBS:
+        import zlib
+
+        packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+        block = bytes(1 << 20)
+        parts = [packer.compress(block) for _ in range(size >> 20)]
+        parts.append(packer.compress(bytes(size & ((1 << 20) - 1))))
+        parts.append(packer.flush())
+        _BOMBS[size] = b"".join(parts)
+    return _BOMBS[size]
+
+
 class TLSFiles:
     """A throw-away CA and a serving certificate for 127.0.0.1, made once per process.
 
@@ -728,12 +859,38 @@ class TLSFiles:
                                critical=False)
                 .sign(ca_key, hashes.SHA256()))
         self.ca_pem = ca.public_bytes(serialization.Encoding.PEM)
+        self._ca, self._ca_key = ca, ca_key
+        self.ca_file = self.dir / "ca.crt"
+        self.ca_file.write_bytes(self.ca_pem)
         self.cert = self.dir / "tls.crt"
         self.key = self.dir / "tls.key"
         self.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
         self.key.write_bytes(key.private_bytes(serialization.Encoding.PEM,
                                                serialization.PrivateFormat.PKCS8,
                                                serialization.NoEncryption()))
+
+    def issue(self, name: str, server: bool, expired: bool = False) -> tuple[bytes, bytes]:
+        """A certificate and key (PEM) signed by this CA: for 127.0.0.1 when ``server``,
+        else a client certificate for user ``name``; ``expired`` ended an hour ago."""
+        now = dt.datetime.now(dt.timezone.utc)
+        key = ec.generate_private_key(ec.SECP256R1())
+        end = now - dt.timedelta(hours=1) if expired else now + dt.timedelta(days=1)
+        builder = (x509.CertificateBuilder()
+                   .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
+                   .issuer_name(self._ca.subject).public_key(key.public_key())
+                   .serial_number(x509.random_serial_number())
+                   .not_valid_before(now - dt.timedelta(days=2)).not_valid_after(end))
+        if server:
+            builder = builder.add_extension(x509.SubjectAlternativeName([
+                x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                critical=False)
+        usage = x509.oid.ExtendedKeyUsageOID.SERVER_AUTH if server else \
+            x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH
+        cert = builder.add_extension(x509.ExtendedKeyUsage([usage]), critical=False).sign(
+            self._ca_key, hashes.SHA256())
+        return (cert.public_bytes(serialization.Encoding.PEM),
+                key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                  serialization.NoEncryption()))
 
     @classmethod
     def get(cls) -> TLSFiles:
@@ -742,15 +899,58 @@ class TLSFiles:
         return cls._made
 
 
+class RBAC:
+    """Role-based access as the API server decides it, for Roles and ClusterRoles
+    (each taken as bound to the caller): a ClusterRole covers every namespace and
+    cluster-scoped resources, a Role only namespaced resources in its namespace."""
+
+    def __init__(self, documents: list[dict[str, Any]]) -> None:
+        self.roles: list[tuple[str | None, list[dict[str, Any]]]] = []
+        for doc in documents:
+            if not isinstance(doc, dict) or doc.get("kind") not in ("Role", "ClusterRole"):
+                continue
+            ns = (doc.get("metadata") or {}).get("namespace") if doc["kind"] == "Role" else None
+            self.roles.append((ns, list(doc.get("rules") or [])))
+
+    @classmethod
+    def from_files(cls, *paths: Path) -> RBAC:
+        return cls([d for p in paths for d in yaml.safe_load_all(p.read_text()) if d])
+
+    def allows(self, verb: str, group: str, resource: str, ns: str | None) -> bool:
+        for scope, rules in self.roles:
+            if scope is not None and ns != scope:
+                continue
+            for rule in rules:
+                if ((verb in rule.get("verbs", []) or "*" in rule.get("verbs", []))
+                        and (group in rule.get("apiGroups", []) or "*" in rule.get("apiGroups", []))
+                        and (resource in rule.get("resources", [])
+                             or "*" in rule.get("resources", []))):
+                    return True
+        return False
+
+
 class KubeAPIServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, fixture_dir: Path, port: int = 0, token: str = TOKEN,
-                 request_log: Path | None = None) -> None:
+                 request_log: Path | None = None, expired_cert: bool = False,
+                 client_certs: bool = False, rbac: RBAC | None = None) -> None:
+        """``expired_cert``: serve a certificate that has expired; ``client_certs``:
+        require a client certificate signed by the test CA (as an API server with
+        --client-ca-file does when a client offers one)."""
         super().__init__(("127.0.0.1", port), Handler)
         self.tls = TLSFiles.get()
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(self.tls.cert, self.tls.key)
+        if expired_cert:
+            cert, key = self.tls.issue("kube-apiserver", server=True, expired=True)
+            (self.tls.dir / "expired.crt").write_bytes(cert)
+            (self.tls.dir / "expired.key").write_bytes(key)
+            context.load_cert_chain(self.tls.dir / "expired.crt", self.tls.dir / "expired.key")
+        else:
+            context.load_cert_chain(self.tls.cert, self.tls.key)
+        if client_certs:
+            context.verify_mode = ssl.CERT_REQUIRED
+            context.load_verify_locations(self.tls.ca_file)
         self.socket = context.wrap_socket(self.socket, server_side=True)
         self.fixture = Fixture(fixture_dir)
         self.token = token
@@ -760,6 +960,9 @@ class KubeAPIServer(ThreadingHTTPServer):
         self.request_log = request_log
         self.lock = threading.Lock()
         self.stopping = threading.Event()
+        self.counts: dict[str, int] = {}
+        self.rbac = rbac  # None: everything is allowed (but Secrets)
+        self.denied: list[str] = []
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hangs up (a timed-out scan, kubectl -w ended) is not an error."""

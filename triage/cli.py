@@ -8,10 +8,12 @@ cluster cannot be reached or refuses the credentials.
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import tempfile
 import traceback
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -25,6 +27,7 @@ from triage import __version__, pipeline
 from triage.collect import CollectError, InputError
 from triage.redact import redact_text
 from triage.report import Report, writers
+from triage.sanitize import sanitize
 from triage.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -90,10 +93,14 @@ def _stderr() -> Console:
     return Console(stderr=True, highlight=False, soft_wrap=True)  # paths stay on one line
 
 
+def _say(message: str) -> None:
+    """One line on stderr. It can quote a kubeconfig, a bundle, a server's
+    message or a path: made safe for the terminal and masked like a report."""
+    _stderr().print(redact_text(sanitize(message)), markup=False, highlight=False)
+
+
 def _fail(message: str, code: int) -> None:
-    # An error can quote a kubeconfig or a server message: mask it like a report.
-    _stderr().print(f"vllm-triage: error: {redact_text(message)}", markup=False,
-                    highlight=False)
+    _say(f"vllm-triage: error: {message}")
     raise typer.Exit(code)
 
 
@@ -129,6 +136,8 @@ def _guard(debug: bool) -> Iterator[None]:
         _fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
         _fail("interrupted", 130)
+    except Terminated:
+        _fail("terminated", 143)
     except Exception as exc:
         if debug:
             traceback.print_exc()
@@ -143,15 +152,50 @@ def _emit(report: Report, output: Output, output_file: Path | None) -> None:
     if output_file is not None:
         text = render[output.value](report, False)
         try:
-            output_file.parent.mkdir(parents=True, exist_ok=True)
-            output_file.write_text(text, encoding="utf-8")
+            write_atomically(output_file, text.encode("utf-8"))
         except OSError as exc:
             _fail(f"cannot write {output_file}: {exc.strerror or exc}", EXIT_USAGE)
-        _stderr().print(f"report written to {output_file}", markup=False)
+        _say(f"report written to {output_file}")
         sys.stdout.write(render["table"](report, _use_color()))
     else:
         sys.stdout.write(render[output.value](report, output is Output.table and _use_color()))
     sys.stdout.flush()
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write ``path`` so that it holds the old report or the new one, never half of one.
+
+    The text goes to a temporary file in the same directory, which then
+    replaces the target by rename: a kill mid-write leaves the previous
+    report intact, and a symbolic link at the target is replaced, not
+    followed (the report never lands where the link points).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir():
+        raise IsADirectoryError(21, "is a directory")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # what a plain write would have made
+        os.replace(tmp, path)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+class Terminated(BaseException):
+    """SIGTERM, turned into an exception so cleanups (temp files, the kubernetes
+    client's decoded client key, open connections) run as for Ctrl-C."""
+
+
+def _on_sigterm(_signum: int, _frame: object) -> None:
+    raise Terminated
 
 
 @contextmanager
@@ -162,7 +206,7 @@ def _progress(enabled: bool) -> Iterator[Callable[[str], None]]:
         yield lambda _msg: None
         return
     with console.status("collecting") as status:
-        yield lambda msg: status.update(f"collecting: {msg}")
+        yield lambda msg: status.update(f"collecting: {sanitize(msg)}")
 
 
 NamespaceOpt = Annotated[str | None, typer.Option(
@@ -176,7 +220,8 @@ SelectorOpt = Annotated[str | None, typer.Option(
     "-l", "--selector", help="Label selector for the vLLM pods (e.g. app=vllm); selected pods "
     "are triaged even when their image does not name vLLM.")]
 TimeoutOpt = Annotated[str, typer.Option(
-    "--request-timeout", help="Timeout of each API request (30s, 1m; 0 for none).")]
+    "--request-timeout", help="Wall-time limit of each API request, answer included "
+    "(30s, 1m; 0 for an hour).")]
 TailOpt = Annotated[int, typer.Option(
     "--tail-lines", min=1, max=200000, help="Log lines read per container log.")]
 PatternsOpt = Annotated[list[Path] | None, typer.Option(
@@ -333,9 +378,8 @@ def collect(
         except OSError as exc:
             raise InputError(f"cannot write {output}: {exc.strerror or exc}") from None
         failures = len(snap.failures)
-        _stderr().print(f"bundle written to {output}"
-                        + (f" ({failures} read(s) failed, listed inside)" if failures else ""),
-                        markup=False)
+        _say(f"bundle written to {output}"
+             + (f" ({failures} read(s) failed, listed inside)" if failures else ""))
 
 
 @app.command(epilog=EPILOG)
@@ -377,24 +421,26 @@ def list_patterns(
         raise typer.Exit(EXIT_OK)
     loaded = load_patterns(list(patterns or []))
     for err in loaded.errors:
-        _stderr().print(f"vllm-triage: error: {err}", markup=False)
+        _say(f"vllm-triage: error: {err}")
     if test:
         from triage.rules.examples import run_examples
 
         results = run_examples(loaded.patterns)
         failed = [r for r in results if not r.ok]
         for r in failed:
-            typer.echo(f"FAIL {r.describe()}")
+            typer.echo(sanitize(f"FAIL {r.describe()}"))
         for p in loaded.patterns:
             kinds = {ex.reports for ex in p.examples}
             if not {True, False} <= kinds:
-                typer.echo(f"note {p.id}: no {'reporting' if True not in kinds else 'silent'} "
-                           f"example ({p.source})")
+                typer.echo(sanitize(f"note {p.id}: no "
+                                f"{'reporting' if True not in kinds else 'silent'} "
+                                f"example ({p.source})"))
         typer.echo(f"{len(results) - len(failed)} passed, {len(failed)} failed "
                    f"({len(loaded.patterns)} patterns)")
         raise typer.Exit(EXIT_USAGE if loaded.errors else 1 if failed else EXIT_OK)
     for p in sorted(loaded.patterns, key=lambda p: (p.step, p.id)):
-        typer.echo(f"{p.id:28} {p.severity.value:9} step {p.step:<3} {p.title}  [{p.source}]")
+        typer.echo(sanitize(f"{p.id:28} {p.severity.value:9} step {p.step:<3} {p.title}  "
+                            f"[{p.source}]"))
     raise typer.Exit(EXIT_USAGE if loaded.errors else EXIT_OK)
 
 
@@ -402,6 +448,8 @@ def main() -> None:
     # kubectl passes plugin flags through unchanged; nothing to translate. Run
     # as kubectl-vllm_triage, usage lines read "kubectl vllm-triage ...".
     plugin = Path(sys.argv[0]).name.startswith("kubectl-")
+    with suppress(ValueError):  # not the main thread (embedded): leave signals alone
+        signal.signal(signal.SIGTERM, _on_sigterm)
     app(prog_name="kubectl vllm-triage" if plugin else "vllm-triage")
 
 

@@ -10,6 +10,7 @@ and a ``--config`` YAML file mounted from a ConfigMap.
 
 from __future__ import annotations
 
+import math
 import shlex
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -90,7 +91,8 @@ class EngineConfig:
 
     def integer(self, name: str) -> int | None:
         n = self.number(name)
-        return int(n) if n is not None else None
+        # "nan" and "inf" parse as floats; no flag has such an integer value.
+        return int(n) if n is not None and math.isfinite(n) else None
 
     def describe(self, name: str) -> str:
         if name in self.flags:

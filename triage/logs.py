@@ -27,6 +27,7 @@ import importlib
 import json
 import os
 import re
+import stat
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -241,6 +242,7 @@ class LogIndex:
     lines: int = 0  # lines read
     tail: list[LogLine] = field(default_factory=list)  # the last TAIL_LINES non-empty lines
     head: list[LogLine] = field(default_factory=list)  # the first HEAD_LINES non-empty lines
+    unreadable: str | None = None  # why the log could not be read after all
     results: dict[tuple[str, int, frozenset[str] | None], QueryResult] = field(
         default_factory=dict)
 
@@ -301,7 +303,16 @@ def _line_blocks(source: LogSource) -> Iterator[tuple[bytes, int]]:
 
 class _FileReader:
     def __init__(self, path: Path | None) -> None:
-        self.f = open(path, "rb") if path is not None else None  # noqa: SIM115 - closed by with
+        self.f: Any = None
+        if path is None:
+            return
+        # Never through a link, never a FIFO or a device put there since it was listed.
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        fd = os.open(path, flags)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise OSError(f"{path}: not a regular file")
+        self.f = os.fdopen(fd, "rb")
 
     def __enter__(self) -> _FileReader:
         return self
@@ -320,8 +331,8 @@ class _FileReader:
     def at_end(self) -> bool:
         if self.f is None:
             return True
-        pos = self.f.tell()
-        end = self.f.seek(0, os.SEEK_END)
+        pos: int = self.f.tell()
+        end: int = self.f.seek(0, os.SEEK_END)
         self.f.seek(pos)
         return pos >= end
 
@@ -520,6 +531,13 @@ class _Scan:
         self.last_stamped: LogLine | None = None  # the last stamped line of the blocks before
 
     def run(self) -> LogIndex:
+        try:
+            return self._run()
+        except OSError as exc:  # the file went away or changed kind since it was listed
+            self.index.unreadable = str(exc.strerror or exc)
+            return self.index
+
+    def _run(self) -> LogIndex:
         first = 1
         for data, dropped in _line_blocks(self.index.source):
             found = self.prefilter(data)

@@ -1,86 +1,288 @@
-"""Masking of credentials in everything the tool keeps, prints or writes.
+"""Masking of credentials in everything the tool prints or writes.
 
 Reports go into tickets. The collector never reads Secret objects; this
-module masks what can still leak through pod specs, logs, events and
-metrics: Hugging Face and other API tokens, bearer tokens and
-``Authorization`` headers, passwords in URLs, cloud keys, and the values of
-environment variables whose names say they are secret. It runs once on the
-snapshot right after collection and once more on every rendered report.
+module masks what can still leak through pod specs, logs, events, metrics
+and error messages: Hugging Face and other API tokens, bearer tokens and
+``Authorization`` headers, passwords in URLs, cloud keys, private key blocks
+(PEM and PGP, whole or cut), and the values of environment variables whose
+names say they are secret.
+
+Where it runs: on what leaves the tool, not on everything read. API objects
+get the structural pass (``redact_object``: env values by name, the value
+after a secret flag) when they are read, because that needs their shape;
+log and metrics text is redacted where it leaves: every string of a report
+(``triage.report.build``), every member of a bundle (``collect``), every line
+on stderr. A bundle's members are therefore not redacted again when loaded.
+
+Cost: every rule is linear in its input (possessive or bounded quantifiers,
+and a rule whose match starts with a run of some characters only starts
+where that run starts); ``tests/test_redaction_linear.py`` proves it on
+adversarial input for each rule. A cheap literal prefilter finds the lines
+that can hold a secret at all, and only those go through the rules. On top
+of that, each line has a time bound: a line that cannot be checked in time
+is masked whole (it never leaks because it was slow).
 """
 
 from __future__ import annotations
 
+import re
+import time
 from typing import Any
 
 import regex
 
 MASK = "[REDACTED]"
+# Written into a bundle's manifest: a bundle redacted with these rules is not
+# redacted again when it is loaded.
+REDACTION_VERSION = "vllm-triage/redact/v2"
+# A line the rules could not finish within the time bound is masked whole.
+UNCHECKED = "[REDACTED: line not checked for credentials in time]"
+LINE_TIMEOUT_S = 0.5
 
 _SECRET_NAME = regex.compile(
     r"(?i)(token(?![a-z])|secret|passw(or)?d|passwd|api[_-]?key|access[_-]?key|private[_-]?key|"
-    r"credential|auth(?!or)|session[_-]?key|signature|cookie)"
-)
+    r"credential|auth(?!or)|session[_-]?key|signature|cookie|(?<![a-z])dsn(?![a-z])|pgpass|"
+    r"(?<![a-z])pass(?![a-z])|(?<![a-z])pwd(?![a-z])|(?<![a-z])key(?![a-z])|encryption)")
 
-# Words that make a key, flag or variable name a secret's name.
-_SECRET_WORDS = (r"(?:token(?![a-z])|secret|passw(?:or)?d|api[_-]?key|access[_-]?key|"
-                 r"credentials?)")
+# Words that make a key, flag or variable name a secret's name in text.
+_KEY_QUALIFIERS = (r"(?:api|access|secret|private|encryption|signing|openai|subscription|master|"
+                   r"account|client|service|shared|auth|license|storage|app|admin|ssh|gpg|pgp|"
+                   r"hf|db|root|session|sas)")
+_SECRET_WORDS = (r"(?:token(?![a-z])|secret|passw(?:or)?d|pgpass|(?<![a-z])pass(?![a-z])|"
+                 r"(?<![a-z])pwd(?![a-z])|" + _KEY_QUALIFIERS + r"[_-]?key(?![a-z])|"
+                 r"(?<![a-z])dsn(?![a-z])|credentials?)")
 
-_SECRET_FLAG = regex.compile(r"(?i)--?[\w-]*" + _SECRET_WORDS + r"[\w-]*")
+_SECRET_FLAG = regex.compile(r"(?i)--?[\w-]{0,60}" + _SECRET_WORDS + r"[\w-]{0,40}")
+
+# Spaces around "=" or ":" are bounded: "password:" and 150,000 spaces must
+# cost what any other line of that length costs (it used to be quadratic).
+_SP = r"[ \t]{0,16}+"
+# A quote, maybe escaped (a JSON document inside a JSON string: \"password\": \"...\").
+_Q = r"(?:\\{0,3}[\"'])?+"
 
 # (pattern, replacement). Group 1, where present, is kept: it is the label
 # ("Authorization: Bearer ", "password=") that tells a reader what was there.
 _RULES: list[tuple[Any, str]] = [
     # A command-line flag that names a secret, then its value: --api-key VALUE,
     # --hf-token 'VALUE' (--api-key=VALUE is the KEY=value rule below).
-    # (Anchored at the start of a dash run and bounded, so a line of dashes stays linear.)
     (regex.compile(r"(?i)((?<![\w-])--?(?=[a-z0-9])[\w-]{0,60}?" + _SECRET_WORDS
-                   + r"[\w-]{0,40}[ \t]+)([\"']?)(?!-)(?!\[REDACTED\])[^\s\"']+\2"),
+                   + r"[\w-]{0,40}+[ \t]{1,16}+)([\"']?)(?!-)(?!\[REDACTED\])[^\s\"']++\2"),
      r"\1\2" + MASK + r"\2"),
     # 'api_key': ['v1', 'v2'] -- vLLM prints list-valued args this way.
-    (regex.compile(r"(?i)(" + _SECRET_WORDS + r"[\w.-]{0,60}[\"']?\s*[=:]\s*)"
-                   r"\[(?!\s*\]|REDACTED\]|'\[REDACTED\]'\])[^\]\r\n]{0,512}\]"),
+    (regex.compile(r"(?i)(" + _SECRET_WORDS + r"[\w.-]{0,60}+" + _Q + _SP + r"[=:]" + _SP
+                   + r")\[(?!\s{0,16}+\]|REDACTED\]|'\[REDACTED\]'\])[^\]\r\n]{0,512}+\]"),
      r"\1['" + MASK + "']"),
-    (regex.compile(r"\bhf_[A-Za-z0-9]{20,}\b"), MASK),  # Hugging Face user tokens
-    (regex.compile(r"\bapi_org_[A-Za-z0-9]{20,}\b"), MASK),
-    (regex.compile(r"(?i)(\bauthorization[\"']?\s*[:=]\s*[\"']?)(?:bearer|basic|token)?\s*[^\s\"',}]+"),
+    # An env list written as JSON inside a string (an annotation, a ConfigMap):
+    # {"name": "DB_PASSWORD", "value": "..."}, escaped or not.
+    (regex.compile(r"(?i)(" + _Q + r"name" + _Q + _SP + r":" + _SP + _Q
+                   + r"[\w.-]{0,60}?" + _SECRET_WORDS + r"[\w.-]{0,60}+" + _Q + _SP + r"," + _SP
+                   + _Q + r"value" + _Q + _SP + r":" + _SP + _Q + r")"
+                   r"(?!\[REDACTED\])[^\"'\\\r\n]{1,4096}+"), r"\1" + MASK),
+    # Tokens with a recognisable shape. Each starts only where its run of
+    # characters starts, so "sk-sk-sk-..." is one attempt, not one per "sk-".
+    (regex.compile(r"(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{20,}+"), MASK),  # Hugging Face
+    (regex.compile(r"(?<![A-Za-z0-9_])api_org_[A-Za-z0-9]{20,}+"), MASK),
+    (regex.compile(r"(?i)(\bauthorization" + _Q + _SP + r"[:=]" + _SP + r"[\"']?+"
+                   r"(?:(?:bearer|basic|token|negotiate|digest)[ \t]{1,16}+)?+)"
+                   r"(?!\[REDACTED\])[^\s\"',}]++"), r"\1" + MASK),
+    (regex.compile(r"(?i)(\bbearer[ \t]{1,16}+)(?!\[REDACTED\])[A-Za-z0-9._~+/=-]{8,}+"),
      r"\1" + MASK),
-    (regex.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}"), r"\1" + MASK),
     # user:password@ in a URL; matching from "://" keeps this linear.
-    (regex.compile(r"(://[^/\s:@]+:)[^@\s/]+(@)"), r"\1" + MASK + r"\2"),
-    (regex.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), MASK),  # AWS access key ids
-    (regex.compile(r"\bAIza[0-9A-Za-z_-]{35}\b"), MASK),  # Google API keys
-    (regex.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"), MASK),  # GitHub tokens
-    (regex.compile(r"\bgithub_pat_[A-Za-z0-9_]{40,}\b"), MASK),
-    (regex.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}\b"), MASK),  # OpenAI / Anthropic
-    (regex.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b"), MASK),  # Slack
-    (regex.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b"), MASK),  # JWT
-    (regex.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"),
-     MASK),
+    (regex.compile(r"(://[^/\s:@]{1,256}+:)(?!\[REDACTED\])[^@\s/]{1,1024}+(@)"),
+     r"\1" + MASK + r"\2"),
+    # A long user name alone is a key (Sentry DSNs, git https://TOKEN@host).
+    (regex.compile(r"(://)[A-Za-z0-9_.~+-]{16,256}+(@)"), r"\1" + MASK + r"\2"),
+    (regex.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])"), MASK),  # AWS
+    (regex.compile(r"(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}(?![A-Za-z0-9_-])"), MASK),  # Google
+    (regex.compile(r"(?<![A-Za-z0-9_])gh[pousr]_[A-Za-z0-9]{30,}+"), MASK),  # GitHub
+    (regex.compile(r"(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{40,}+"), MASK),
+    (regex.compile(r"(?<![A-Za-z0-9_-])sk-(?:proj-|ant-)?+[A-Za-z0-9_-]{20,}+"), MASK),  # OpenAI
+    (regex.compile(r"(?<![A-Za-z0-9_-])xox[abposr]-[A-Za-z0-9-]{10,}+"), MASK),  # Slack
+    (regex.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+"
+                   r"\.[A-Za-z0-9_-]{8,}+"), MASK),  # JWT
     # Azure storage / service bus connection strings: AccountKey=...;
-    (regex.compile(r"(?i)(\b(?:AccountKey|SharedAccessKey|SharedAccessSignature)\s*=\s*)"
-                   r"[^;\s\"']+"), r"\1" + MASK),
+    (regex.compile(r"(?i)(\b(?:AccountKey|SharedAccessKey|SharedAccessSignature)" + _SP + r"="
+                   + _SP + r")(?!\[REDACTED\])[^;\s\"']++"), r"\1" + MASK),
     # Signed URLs and tokens in query strings (S3/GCS presigned, Azure SAS, OAuth).
     (regex.compile(r"(?i)([?&;](?:sig|signature|x-amz-signature|x-amz-security-token|"
-                   r"x-goog-signature|x-goog-credential|client_secret|access_token|"
-                   r"refresh_token|id_token|token|api[_-]?key|apikey|key|password|pwd)=)"
-                   r"[^&#\s\"']+"), r"\1" + MASK),
-    # Cookie headers carry sessions.
-    (regex.compile(r"(?i)(\b(?:set-)?cookie[\"']?\s*:\s*[\"']?)[^\r\n\"']+"), r"\1" + MASK),
-    # KEY=value / "key": "value" where the key names a secret.
-    (regex.compile(
-        r"(?i)((?:token(?![a-z])|secret|passw(?:or)?d|api[_-]?key|access[_-]?key|"
-        r"credentials?)[\w.-]{0,60}[\"']?\s*[=:]\s*[\"']?)"
-        r"(?![\"']?\s*(?:\[REDACTED\]|None|null|true|false|\"?\s*$))[^\s\"',}]{4,}"),
+                   r"x-amz-credential|x-goog-signature|x-goog-credential|client_secret|"
+                   r"access_token|refresh_token|id_token|token|api[_-]?key|apikey|key|code|"
+                   r"password|pwd|secret|subscription-key)=)(?!\[REDACTED\])[^&#\s\"']++"),
      r"\1" + MASK),
+    # Cookie headers carry sessions.
+    (regex.compile(r"(?i)(\b(?:set-)?cookie" + _Q + _SP + r":" + _SP + r"[\"']?+)"
+                   r"(?!\[REDACTED\])[^\r\n\"']++"), r"\1" + MASK),
+    # A log line cut for length ends inside its last word, which may be the
+    # first half of a token the rules above no longer recognise.
+    (regex.compile(r"(?<!\S)\S{1,4096}+(?= \[\.\.\. [\d,]{1,20}+ more characters cut\])"),
+     MASK),
+    # KEY=value / "key": "value" / Header-Key: value where the name says secret.
+    (regex.compile(r"(?i)(" + _SECRET_WORDS + r"[\w.-]{0,60}+" + _Q + _SP + r"[=:]" + _SP + _Q
+                   + r")(?!(?:\[REDACTED\]|None|null|nil|true|false|\*+)(?![^\s\"',}\\]))"
+                   r"[^\s\"',}\\]{4,}+"), r"\1" + MASK),
 ]
 
+# Rules that span lines, run over the whole text when their literal is in it.
+_TEXT_RULES: list[tuple[str, Any, str]] = [
+    # An env list as YAML inside a string: "- name: DB_PASSWORD\n  value: ...".
+    ("value:", regex.compile(
+        r"(?i)(\bname:" + _SP + r"[\"']?[\w.-]{0,60}?" + _SECRET_WORDS
+        + r"[\w.-]{0,60}+[\"']?[ \t]{0,16}+(?:\\n|\r?\n)[ \t]{0,40}+value:" + _SP
+        + r"[\"']?)(?!\[REDACTED\])[^\s\"'\\]{1,4096}+"), r"\1" + MASK),
+]
 
-def redact_text(text: str) -> str:
+# Lines with none of these (in the lower-cased text) cannot match a rule above:
+# each alternative is the least a rule needs to start ("tokens" or "passed" are
+# not enough, "token=" and "password" are).
+_TRIGGER = re.compile(
+    r"token(?![a-z])|secret|pass(?:w(?:or)?d)?(?![a-z])|pwd(?![a-z])|key(?![a-z])|credential"
+    r"|authorization|bearer|cookie|dsn(?![a-z])|hf_|api_org_|akia|asia|aiza|gh[pousr]_"
+    r"|github_pat_|sk-|xox|eyj|sharedaccess|://[^/\s@]{1,256}@"
+    r"|[?&;](?:sig|signature|x-amz-|x-goog-|client_secret|access_token|refresh_token|id_token"
+    r"|apikey|code|subscription-key)[a-z_-]{0,30}="
+    r"|more characters cut\]")
+# Lines that hold a trigger are redacted together in segments of up to this
+# many bytes (the rules are line-local), so a log with many hits costs a few
+# calls per rule, not one per line; a segment that times out is redone line
+# by line, each line with its own bound.
+_SEGMENT = 256 * 1024
+_GAP = 4096  # trigger lines this close share a segment, with the lines between
+
+
+# A long base64 run with upper case, lower case and digits is a key, not prose:
+# the body lines of a PEM block shown one by one, a random API key of a shape
+# no rule above knows. Hex digests (lower case) and paths (dots, dashes) stay.
+_BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{40,}={0,2}(?![A-Za-z0-9+/=])")
+
+# Private key blocks (PEM and PGP armour), whole, without their END (a cut
+# log) or without their BEGIN (a tail that starts inside the block).
+_KEY_BLOCK = re.compile(r"-----(BEGIN|END) [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+_BLOCK_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/= \t\r\n")
+_MAX_BLOCK = 64 * 1024
+
+
+def _key_blocks(text: str) -> str:
+    if "PRIVATE KEY" not in text:
+        return text
+    spans: list[tuple[int, int]] = []
+    covered = 0
+    for m in _KEY_BLOCK.finditer(text):
+        if m.start() < covered:
+            continue
+        if m.group(1) == "BEGIN":
+            end = _KEY_BLOCK.search(text, m.end(), min(len(text), m.end() + _MAX_BLOCK))
+            if end is not None and end.group(1) == "END":
+                stop = end.end()
+            else:
+                stop = _walk(text, m.end(), 1)
+            spans.append((m.start(), stop))
+            covered = stop
+        else:
+            start = max(_walk(text, m.start(), -1), covered)
+            spans.append((start, m.end()))
+            covered = m.end()
+    out: list[str] = []
+    pos = 0
+    for start, stop in spans:
+        out.append(text[pos:start])
+        # One mask per line of the block: line numbers after it stay what they were.
+        out.append("\n".join(MASK if part.strip() else part
+                              for part in text[start:stop].split("\n")))
+        pos = stop
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _walk(text: str, pos: int, step: int) -> int:
+    """From ``pos``, the far end of the run of key-block characters (base64,
+    whitespace, escaped newlines) going forward (step 1) or back (-1)."""
+    limit = min(len(text), pos + _MAX_BLOCK) if step > 0 else max(0, pos - _MAX_BLOCK)
+    i = pos
+    while i != limit:
+        ch = text[i] if step > 0 else text[i - 1]
+        if ch in _BLOCK_CHARS:
+            i += step
+        elif ch == "\\" and step > 0 and text[i + 1:i + 2] in ("n", "r"):
+            i += 2
+        elif step < 0 and ch in "nr" and i >= 2 and text[i - 2] == "\\":
+            i -= 2
+        else:
+            break
+    if step > 0:
+        return min(i, len(text))
+    return max(i, 0)
+
+
+def _base64_run(m: re.Match[str]) -> str:
+    run = m.group()
+    if (any(c.isupper() for c in run) and any(c.islower() for c in run)
+            and any(c.isdigit() for c in run)):
+        return MASK
+    return run
+
+
+def _line(line: str, deadline: float) -> str:
+    for rx, repl in _RULES:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return UNCHECKED
+        try:
+            line = rx.sub(repl, line, timeout=left)
+        except TimeoutError:
+            return UNCHECKED
+    return line
+
+
+def _segment(segment: str, timeout: float) -> str:
+    try:
+        budget = timeout + len(segment) / 20e6  # generous: the rules run at >100 MB/s
+        deadline = time.monotonic() + budget
+        for rx, repl in _RULES:
+            segment = rx.sub(repl, segment, timeout=max(0.001, deadline - time.monotonic()))
+        return segment
+    except TimeoutError:
+        if "\n" not in segment:
+            return UNCHECKED
+        return "\n".join(_line(line, time.monotonic() + timeout)
+                         for line in segment.split("\n"))
+
+
+def redact_text(text: str, timeout: float = LINE_TIMEOUT_S) -> str:
+    """``text`` with every credential the rules know masked; linear in its length."""
     if not text:
         return text
-    for rx, repl in _RULES:
-        text = rx.sub(repl, text)
-    return text
+    text = _key_blocks(text)
+    text = _BASE64_RUN.sub(_base64_run, text)
+    lower = text.lower()
+    for literal, rx, repl in _TEXT_RULES:
+        if literal in lower:
+            try:
+                text = rx.sub(repl, text, timeout=timeout + len(text) / 50e6)
+            except TimeoutError:
+                return UNCHECKED
+            lower = text.lower()
+    hit = _TRIGGER.search(lower)
+    if hit is None:
+        return text
+    out: list[str] = []
+    pos = 0
+    while hit is not None:
+        start = text.rfind("\n", 0, hit.start()) + 1
+        end = text.find("\n", hit.end())
+        end = len(text) if end < 0 else end
+        # Take in the next trigger lines while they are close and the segment small.
+        while end < len(text) and end - start < _SEGMENT:
+            nxt = _TRIGGER.search(lower, end, min(len(text), end + _GAP))
+            if nxt is None:
+                break
+            stop = text.find("\n", nxt.end())
+            end = len(text) if stop < 0 else stop
+        out.append(text[pos:start])
+        out.append(_segment(text[start:end], timeout))
+        pos = end
+        hit = _TRIGGER.search(lower, end)
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def is_secret_name(name: str) -> bool:
@@ -116,13 +318,21 @@ def redact_object(obj: Any) -> Any:
         for i in range(1, len(out_list)):
             prev = obj[i - 1]
             if (isinstance(prev, str) and isinstance(out_list[i], str)
-                    and _SECRET_FLAG.fullmatch(prev.strip())
-                    and not out_list[i].startswith("-")):
+                    and _is_secret_flag(prev) and not out_list[i].startswith("-")):
                 out_list[i] = MASK
         return out_list
     if isinstance(obj, str):
         return redact_text(obj)
     return obj
+
+
+def _is_secret_flag(word: str) -> bool:
+    if len(word) > 200:
+        return False  # no flag is this long; a value cannot be a flag's name
+    try:
+        return _SECRET_FLAG.fullmatch(word.strip(), timeout=LINE_TIMEOUT_S) is not None
+    except TimeoutError:
+        return True
 
 
 def _redact_env(entry: Any) -> Any:

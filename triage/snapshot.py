@@ -126,6 +126,8 @@ class Snapshot:
     prometheus: PrometheusWindow | None = None
     # Kinds the cluster does not serve at all (for example no KServe CRD).
     absent_kinds: set[str] = field(default_factory=set)
+    # What a read had to cut and how (a log tail too long to keep whole).
+    notes: list[str] = field(default_factory=list)
     # The user's -l selector: its pods are triaged even when no container
     # looks like vLLM by image or command.
     selector: str | None = None

@@ -8,6 +8,8 @@ Facts are computed with them; which pods are triaged is
 
 from __future__ import annotations
 
+from typing import Any
+
 from triage.snapshot import Obj, Snapshot, dig, meta
 
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/i915", "habana.ai/gaudi")
@@ -161,6 +163,35 @@ def workload_owner(snapshot: Snapshot, pod: Obj) -> tuple[str, Obj] | None:
     return None
 
 
+# snapshot id -> (its pod list, that list's length, running pods per (namespace, ReplicaSet)).
+# Kept for the last few snapshots only; the list identity check makes a reused id harmless.
+_RUNNING_BY_RS: dict[int, tuple[list[Obj], int,
+                              dict[tuple[str, str], list[tuple[int, str]]]]] = {}
+
+
+def running_pods_by_replicaset(snapshot: Snapshot
+                               ) -> dict[tuple[str, str], list[tuple[int, str]]]:
+    """(position in the pod list, name) of the Running pods of each ReplicaSet, built
+    once per snapshot: a rollout check per pod then costs the number of ReplicaSets,
+    not the number of pods."""
+    pods = snapshot.pods()
+    cached = _RUNNING_BY_RS.get(id(snapshot))
+    if cached is None or cached[0] is not pods or cached[1] != len(pods):
+        index: dict[tuple[str, str], list[tuple[int, str]]] = {}
+        for position, pod in enumerate(pods):
+            ref = controller_ref(pod)
+            if ref is None or ref.get("kind") != "ReplicaSet":
+                continue
+            if (pod.get("status") or {}).get("phase") == "Running":
+                key = (str(meta(pod).get("namespace", "")), str(ref.get("name")))
+                index.setdefault(key, []).append((position, str(meta(pod).get("name"))))
+        while len(_RUNNING_BY_RS) >= 8:
+            _RUNNING_BY_RS.pop(next(iter(_RUNNING_BY_RS)))
+        cached = (pods, len(pods), index)
+        _RUNNING_BY_RS[id(snapshot)] = cached
+    return cached[2]
+
+
 def pod_replicaset(snapshot: Snapshot, pod: Obj) -> Obj | None:
     ref = controller_ref(pod)
     if ref is None or ref.get("kind") != "ReplicaSet":
@@ -176,16 +207,27 @@ def revision(obj: Obj) -> int:
         return 0
 
 
+_RS_BY_DEPLOYMENT: dict[int, tuple[list[Obj], int, dict[tuple[Any, Any], list[Obj]]]] = {}
+
+
 def replicasets_of(snapshot: Snapshot, deployment: Obj) -> list[Obj]:
-    """The Deployment's ReplicaSets, newest revision first."""
-    ns, name = meta(deployment).get("namespace"), meta(deployment).get("name")
-    out = []
-    for rs in snapshot.items("replicasets"):
-        ref = controller_ref(rs)
-        if (meta(rs).get("namespace") == ns and ref is not None
-                and ref.get("kind") == "Deployment" and ref.get("name") == name):
-            out.append(rs)
-    return sorted(out, key=revision, reverse=True)
+    """The Deployment's ReplicaSets, newest revision first (grouped once per snapshot)."""
+    sets = snapshot.items("replicasets")
+    cached = _RS_BY_DEPLOYMENT.get(id(snapshot))
+    if cached is None or cached[0] is not sets or cached[1] != len(sets):
+        groups: dict[tuple[Any, Any], list[Obj]] = {}
+        for rs in sets:
+            ref = controller_ref(rs)
+            if ref is not None and ref.get("kind") == "Deployment":
+                groups.setdefault((meta(rs).get("namespace"), ref.get("name")), []).append(rs)
+        for members in groups.values():
+            members.sort(key=revision, reverse=True)
+        while len(_RS_BY_DEPLOYMENT) >= 8:
+            _RS_BY_DEPLOYMENT.pop(next(iter(_RS_BY_DEPLOYMENT)))
+        cached = (sets, len(sets), groups)
+        _RS_BY_DEPLOYMENT[id(snapshot)] = cached
+    key = (meta(deployment).get("namespace"), meta(deployment).get("name"))
+    return list(cached[2].get(key, []))
 
 
 def autoscalers_for(snapshot: Snapshot, kind: str, name: str, namespace: str) -> list[Obj]:

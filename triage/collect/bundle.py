@@ -11,7 +11,11 @@
     metrics/<ns>/<pod>.txt   Prometheus text from the pod's /metrics
     prometheus.json          what Prometheus said over the window (--prometheus)
 
-A bundle is this directory as a ``.tar.gz``. Anything written is redacted.
+A bundle is this directory as a ``.tar.gz``. Every member is redacted when
+written, so a bundle is not redacted again when loaded (its manifest names
+the redaction rules it was written with); a fixture directory's objects get
+the structural pass on load. Log and metrics text is redacted where it leaves
+the tool, in the report.
 """
 
 from __future__ import annotations
@@ -21,9 +25,11 @@ import io
 import json
 import os
 import re
+import stat
 import tarfile
 import tempfile
 import zlib
+from collections import deque
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -31,8 +37,10 @@ import yaml
 
 from triage import __version__, selection
 from triage.collect import InputError
+from triage.collect.logtail import keep_end
+from triage.collect.shape import normalize_items
 from triage.logs import LogSource
-from triage.redact import redact_object, redact_text
+from triage.redact import REDACTION_VERSION, redact_object, redact_text
 from triage.snapshot import (
     ALL_KINDS,
     Obj,
@@ -46,105 +54,281 @@ BUNDLE_SCHEMA = "vllm-triage/bundle/v1"
 _SUPPORTED_SCHEMAS = {BUNDLE_SCHEMA}
 _NEWEST_SCHEMA_VERSION = 1
 _SCHEMA_RE = re.compile(r"^vllm-triage/bundle/v(\d+)$")
-_MAX_MEMBER_BYTES = 64 * 1024 * 1024  # a bundle member larger than this is refused
-_MAX_TOTAL_BYTES = 1024 * 1024 * 1024  # and a bundle that unpacks to more than this
+
+# Offline input is someone else's: every read is bounded, measured on what is
+# kept, and the structure is bounded after parsing (YAML aliases make a few
+# hundred bytes into gigabytes of objects once anything walks them).
+_MAX_MEMBER_BYTES = 64 * 1024 * 1024  # one bundle member or file (objects, manifest)
+_MAX_TOTAL_BYTES = 1024 * 1024 * 1024  # a bundle unpacks to at most this
+_MAX_METRICS_BYTES = 16 * 1024 * 1024  # as the live collector
+# Of a log in a .tar.gz (read into memory), its end: what a live scan keeps
+# (Options.limit_bytes). A log in a directory is streamed from its file whole, in
+# bounded memory (triage.logs), however large it is.
+OFFLINE_LOG_BYTES = 4 * 1024 * 1024
+_MAX_VALUES_PER_FILE = 2_000_000  # values (dicts, lists, scalars) in one parsed file
+_MAX_VALUES_TOTAL = 5_000_000
+_MAX_ENTRIES = 100_000  # files and directories in a bundle or directory
+_MAX_DEPTH = 8
+_CHUNK = 1024 * 1024
+
+
+class _Entry:
+    """One file of a bundle: its content, or why it cannot be read."""
+
+    def __init__(self, data: bytes | None = None, problem: str = "", total: int = 0) -> None:
+        self.data = data
+        self.problem = problem
+        self.total = total  # bytes the file had, of which ``data`` may be the end
+
+
+class _Source:
+    """A bundle's files by relative POSIX path, read bounded, never through a link."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label  # how messages name the bundle
+        self.kinds: dict[str, str] = {}  # path -> "file" | "dir" | why it is not one
+
+    def name(self, rel: str) -> str:
+        return f"{self.label}/{rel}"
+
+    def read(self, rel: str, cap: int, tail: bool = False) -> _Entry:
+        raise NotImplementedError
+
+    def log(self, rel: str) -> tuple[LogSource | None, str, str]:
+        """A log to scan, or why not: (source, problem, note about what was cut)."""
+        entry = self.read(rel, OFFLINE_LOG_BYTES, tail=True)
+        if entry.data is None:
+            return None, entry.problem, ""
+        data, note = keep_end(entry.data, entry.total, f"the file {rel}")
+        return LogSource(data=data), "", note
+
+    def exists(self, rel: str) -> bool:
+        return rel in self.kinds
+
+    def listing(self, prefix: str, depth: int, suffix: str) -> list[str]:
+        """Paths under ``prefix`` exactly ``depth`` levels down that end in ``suffix``."""
+        return sorted(p for p in self.kinds if p.startswith(prefix + "/")
+                      and p.count("/") == prefix.count("/") + depth and p.endswith(suffix)
+                      and self.kinds[p] != "dir")
+
+
+class _DirSource(_Source):
+    def __init__(self, root: Path) -> None:
+        super().__init__(str(root))
+        self.root = root
+        stack: list[tuple[Path, str, int]] = [(root, "", 0)]
+        while stack:
+            folder, rel, depth = stack.pop()
+            try:
+                entries = list(os.scandir(folder))
+            except OSError as exc:
+                raise InputError(f"{folder}: cannot list: {exc.strerror or exc}") from None
+            for entry in entries:
+                if len(self.kinds) >= _MAX_ENTRIES:
+                    raise InputError(f"{root}: more than {_MAX_ENTRIES:,} files; not a bundle")
+                path = f"{rel}/{entry.name}" if rel else entry.name
+                if entry.is_symlink():
+                    self.kinds[path] = "a symbolic link (not followed)"
+                elif entry.is_dir(follow_symlinks=False):
+                    self.kinds[path] = "dir"
+                    if depth < _MAX_DEPTH:
+                        stack.append((Path(entry.path), path, depth + 1))
+                elif entry.is_file(follow_symlinks=False):
+                    self.kinds[path] = "file"
+                else:
+                    self.kinds[path] = "not a regular file"
+
+    def read(self, rel: str, cap: int, tail: bool = False) -> _Entry:
+        kind = self.kinds.get(rel)
+        if kind != "file":
+            return _Entry(problem=kind or "missing")
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        try:
+            fd = os.open(self.root / rel, flags)
+        except OSError as exc:
+            return _Entry(problem=f"cannot open: {exc.strerror or exc}")
+        with os.fdopen(fd, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode):  # swapped since it was listed
+                return _Entry(problem="not a regular file")
+            if tail:
+                fh.seek(max(0, st.st_size - cap))
+                return _Entry(fh.read(cap), total=st.st_size)
+            data = fh.read(cap + 1)
+            if len(data) > cap:
+                return _Entry(problem=f"larger than {cap // (1024 * 1024)} MiB")
+            return _Entry(data, total=len(data))
+
+
+    def log(self, rel: str) -> tuple[LogSource | None, str, str]:
+        """A log in a directory is scanned from its file, whole: not read into memory."""
+        kind = self.kinds.get(rel)
+        if kind != "file":
+            return None, kind or "missing", ""
+        return LogSource(path=self.root / rel), "", ""
+
+
+class _TarSource(_Source):
+    """A .tar.gz read as a stream, into memory, nothing extracted to disk.
+
+    Absolute names, ``..`` components, links and device files are refused:
+    a bundle comes from someone else's machine. Logs keep their end.
+    """
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(str(path))
+        self.files: dict[str, _Entry] = {}
+        total = 0
+        with tarfile.open(path, "r|*") as tar:
+            for member in tar:
+                if len(self.kinds) >= _MAX_ENTRIES:
+                    raise InputError(f"{path}: more than {_MAX_ENTRIES:,} members; not a bundle")
+                parts = PurePosixPath(member.name.replace("\\", "/")).parts
+                if (member.name.startswith(("/", "\\")) or ".." in parts or member.issym()
+                        or member.islnk()):
+                    raise InputError(f"{path}: bundle member {member.name!r} points outside the "
+                                     f"bundle; refusing to read it")
+                if not (member.isfile() or member.isdir()):
+                    raise InputError(f"{path}: bundle member {member.name!r} is not a regular "
+                                     f"file or directory; refusing to read it")
+                rel = "/".join(p for p in parts if p not in ("", "."))
+                if not rel:
+                    continue
+                for i in range(1, len(parts)):
+                    self.kinds.setdefault("/".join(parts[:i]), "dir")
+                if member.isdir():
+                    self.kinds[rel] = "dir"
+                    continue
+                if member.size > _MAX_MEMBER_BYTES:
+                    raise InputError(f"{path}: bundle member {member.name!r} is larger than "
+                                     f"{_MAX_MEMBER_BYTES // (1024 * 1024)} MiB")
+                total += member.size
+                if total > _MAX_TOTAL_BYTES:
+                    raise InputError(f"{path}: bundle unpacks to more than "
+                                     f"{_MAX_TOTAL_BYTES // 2**30} GiB")
+                self.kinds[rel] = "file"
+                src = tar.extractfile(member)
+                if src is None:
+                    continue
+                keep = OFFLINE_LOG_BYTES if rel.endswith(".log") else _MAX_MEMBER_BYTES
+                kept: deque[bytes] = deque()
+                kept_len = 0
+                while chunk := src.read(_CHUNK):
+                    kept.append(chunk)
+                    kept_len += len(chunk)
+                    while kept_len - len(kept[0]) >= keep:
+                        kept_len -= len(kept.popleft())
+                data = b"".join(kept)
+                self.files[rel] = _Entry(data[-keep:], total=member.size)
+
+    def read(self, rel: str, cap: int, tail: bool = False) -> _Entry:
+        entry = self.files.get(rel)
+        if entry is None or entry.data is None:
+            return _Entry(problem=self.kinds.get(rel, "missing"))
+        if tail:
+            return _Entry(entry.data[-cap:], total=entry.total)
+        if len(entry.data) > cap:
+            return _Entry(problem=f"larger than {cap // (1024 * 1024)} MiB")
+        return entry
 
 
 def load(path: Path) -> Snapshot:
     """Read a bundle (.tar.gz), an unpacked bundle, or a fixture directory."""
-    if not path.exists():
-        raise InputError(f"{path}: no such file or directory")
-    if path.is_dir():
-        return _load_dir(_root_of(path), stream_logs=True)
     try:
-        with tarfile.open(path, "r:*") as tar, tempfile.TemporaryDirectory() as tmp:
-            _safe_extract(tar, Path(tmp))
-            try:
-                return _load_dir(_root_of(Path(tmp)))
-            except InputError as exc:  # name the member inside the bundle, not a temp path
-                raise InputError(str(exc).replace(str(Path(tmp)) + os.sep, f"{path}: ")
-                                 ) from None
+        info = path.stat()  # the path the user gave may be a link; what is inside may not
+    except OSError:
+        raise InputError(f"{path}: no such file or directory") from None
+    if stat.S_ISDIR(info.st_mode):
+        return _load(_root_of(_DirSource(path)))
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(f"{path}: not a regular file or directory (a FIFO or a device?); "
+                         "give a bundle or a directory")
+    try:
+        source: _Source = _TarSource(path)
     except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
         reason = " ".join(str(exc).split()) or exc.__class__.__name__
+        if "end of data" in reason or isinstance(exc, EOFError):
+            reason = "the archive is cut short"
         raise InputError(f"{path}: not a readable bundle (a .tar.gz written by vllm-triage "
                          f"collect, an unpacked bundle or a fixture directory): {reason}"
                          ) from None
+    return _load(_root_of(source))
 
 
-def _root_of(path: Path) -> Path:
-    """The bundle's own directory: the path itself, or its one subdirectory
+class _Sub(_Source):
+    """A source seen from one of its directories (a bundle unpacks to one folder)."""
+
+    def __init__(self, base: _Source, prefix: str) -> None:
+        super().__init__(f"{base.label}/{prefix}")
+        self.base, self.prefix = base, prefix
+        self.kinds = {k[len(prefix) + 1:]: v for k, v in base.kinds.items()
+                      if k.startswith(prefix + "/")}
+
+    def read(self, rel: str, cap: int, tail: bool = False) -> _Entry:
+        return self.base.read(f"{self.prefix}/{rel}", cap, tail)
+
+
+def _root_of(source: _Source) -> _Source:
+    """The bundle's own directory: the top, or its one subdirectory
     (a bundle unpacks to ``vllm-triage-bundle/``)."""
-    if (path / "manifest.json").exists() or (path / "incident.yaml").exists():
-        return path
-    subdirs = [p for p in path.iterdir() if p.is_dir()]
-    if len(subdirs) == 1 and ((subdirs[0] / "manifest.json").exists()
-                              or (subdirs[0] / "incident.yaml").exists()):
-        return subdirs[0]
-    return path
+    if source.exists("manifest.json") or source.exists("incident.yaml"):
+        return source
+    subdirs = [p for p, kind in source.kinds.items() if kind == "dir" and "/" not in p]
+    if len(subdirs) == 1 and (source.exists(f"{subdirs[0]}/manifest.json")
+                              or source.exists(f"{subdirs[0]}/incident.yaml")):
+        return _Sub(source, subdirs[0])
+    return source
 
 
-def _safe_extract(tar: tarfile.TarFile, dest: Path) -> None:
-    """Extract regular files and directories only, each inside ``dest``.
-
-    Absolute names, ``..`` components, links and device files are refused
-    before anything is written: a bundle comes from someone else's machine.
-    """
-    base = dest.resolve()
-    members = tar.getmembers()
-    total = 0
-    for member in members:
-        parts = PurePosixPath(member.name.replace("\\", "/")).parts
-        target = (base / member.name).resolve()
-        if (member.name.startswith(("/", "\\")) or ".." in parts
-                or not target.is_relative_to(base) or member.issym() or member.islnk()):
-            raise InputError(f"bundle member {member.name!r} points outside the bundle; "
-                             f"refusing to unpack it")
-        if not (member.isfile() or member.isdir()):
-            raise InputError(f"bundle member {member.name!r} is not a regular file or "
-                             f"directory; refusing to unpack it")
-        if member.size > _MAX_MEMBER_BYTES:
-            raise InputError(f"bundle member {member.name!r} is larger than "
-                             f"{_MAX_MEMBER_BYTES // (1024 * 1024)} MiB")
-        total += member.size
-        if total > _MAX_TOTAL_BYTES:
-            raise InputError(f"bundle unpacks to more than {_MAX_TOTAL_BYTES // 2**30} GiB")
-    for member in members:
-        target = base / member.name
-        if member.isdir():
-            target.mkdir(parents=True, exist_ok=True)
-            continue
-        src = tar.extractfile(member)
-        if src is None:
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with src, open(target, "wb") as out:
-            while chunk := src.read(1024 * 1024):
-                out.write(chunk)
+def _count_values(data: Any, name: str, budget: int) -> int:
+    """How many values ``data`` holds, walking shared ones as often as they are
+    reached (as everything downstream does); stops at ``budget``."""
+    count = 0
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        count += 1
+        if count > budget:
+            raise InputError(f"{name}: more than {budget:,} values once parsed (YAML aliases "
+                             "or an oversized list?); refusing it")
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return count
 
 
-def _read_structured(path: Path) -> Any:
-    text = path.read_text(encoding="utf-8", errors="replace")
+def _read_structured(source: _Source, rel: str, budget: list[int]) -> Any:
+    entry = source.read(rel, _MAX_MEMBER_BYTES)
+    if entry.data is None:
+        raise InputError(f"{source.name(rel)}: {entry.problem}")
+    text = entry.data.decode("utf-8", errors="replace")
     try:
-        return json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as exc:
-        raise InputError(f"{path}: not valid {path.suffix[1:].upper()}: "
-                         f"{' '.join(str(exc).split())[:200]}") from None
+        data = json.loads(text) if rel.endswith(".json") else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError, RecursionError) as exc:
+        detail = "nested too deeply" if isinstance(exc, RecursionError) else \
+            " ".join(str(exc).split())[:200]
+        raise InputError(f"{source.name(rel)}: not valid {rel.rsplit('.', 1)[-1].upper()}: "
+                         f"{detail}") from None
+    used = _count_values(data, source.name(rel), min(_MAX_VALUES_PER_FILE, budget[0]))
+    budget[0] -= used
+    return data
 
 
-def _manifest(root: Path) -> dict[str, Any]:
+def _manifest(source: _Source, budget: list[int]) -> dict[str, Any]:
     for name in ("manifest.json", "incident.yaml"):
-        p = root / name
-        if p.exists():
-            data = _read_structured(p)
+        if source.exists(name):
+            data = _read_structured(source, name, budget)
             if not isinstance(data, dict):
-                raise InputError(f"{p}: expected a mapping")
+                raise InputError(f"{source.name(name)}: expected a mapping")
             if name == "manifest.json":
-                _check_schema(p, data)
+                _check_schema(source.name(name), data)
             return data
-    raise InputError(f"{root}: neither manifest.json (bundle) nor incident.yaml (fixture) found")
+    raise InputError(f"{source.label}: neither manifest.json (bundle) nor incident.yaml "
+                     "(fixture) found")
 
 
-def _check_schema(path: Path, manifest: dict[str, Any]) -> None:
+def _check_schema(path: str, manifest: dict[str, Any]) -> None:
     """Bundles of schema v1 are read whatever tool version wrote them; any
     other schema is refused with a message that says what to do."""
     schema = manifest.get("schema")
@@ -165,34 +349,45 @@ def _check_schema(path: Path, manifest: dict[str, Any]) -> None:
                      f"it with vllm-triage {writer}, or collect it again")
 
 
-def _load_dir(root: Path, stream_logs: bool = False) -> Snapshot:
-    """``stream_logs``: logs are read from their files while being scanned (a directory);
-    otherwise into memory (a tarball's members, unpacked to a directory that goes away)."""
-    man = _manifest(root)
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _load(source: _Source) -> Snapshot:
+    budget = [_MAX_VALUES_TOTAL]
+    man = _manifest(source, budget)
     snap = Snapshot(
-        context=man.get("context"),
-        namespace=man.get("namespace"),
+        context=_text(man.get("context")),
+        namespace=_text(man.get("namespace")),
         collected_at=str(man.get("collected_at") or ""),
         tool_version=str(man.get("tool_version") or __version__),
-        selector=man.get("selector"),
+        selector=_text(man.get("selector")),
     )
-    for f in man.get("failures") or []:
+    failures = man.get("failures")
+    for f in failures if isinstance(failures, list) else []:
+        if not isinstance(f, dict):
+            continue
         subject = f.get("subject") or []
         snap.failures.append(ReadFailure(str(f.get("what")), str(f.get("reason")),
                                          str(f.get("kind", "")),
                                          tuple(str(x) for x in subject)
                                          if isinstance(subject, list) else ()))
-    snap.absent_kinds = set(man.get("absent_kinds") or [])
-    objects = root / "objects"
+    absent = man.get("absent_kinds")
+    snap.absent_kinds = {str(k) for k in absent} if isinstance(absent, list) else set()
+    notes = man.get("notes")
+    snap.notes = [n for n in notes if isinstance(n, str)] if isinstance(notes, list) else []
+    redacted = man.get("schema") is not None and man.get("redaction") == REDACTION_VERSION
     for kind in ALL_KINDS:
         for ext in (".json", ".yaml", ".yml"):
-            p = objects / f"{kind}{ext}"
-            if p.exists():
-                data = _read_structured(p)
+            rel = f"objects/{kind}{ext}"
+            if source.exists(rel):
+                data = _read_structured(source, rel, budget)
                 items = data.get("items") if isinstance(data, dict) else data
                 if not isinstance(items, list):
-                    raise InputError(f"{p}: expected an API List with items")
-                snap.objects[kind] = [redact_object(o) for o in items if isinstance(o, dict)]
+                    raise InputError(f"{source.name(rel)}: expected an API List with items")
+                kept = normalize_items(kind, items, snap.notes)
+                # A bundle written with these rules was redacted on the way out.
+                snap.objects[kind] = kept if redacted else [redact_object(o) for o in kept]
                 break
     if man.get("schema") is None:  # a fixture: keep the pods a live scan would keep
         snap.objects["pods"] = selection.select_pods(snap.pods(), snap.selector)
@@ -201,26 +396,33 @@ def _load_dir(root: Path, stream_logs: bool = False) -> Snapshot:
                             for k, v in snap.objects.items()}
         if "inferenceservices" not in snap.objects:
             snap.absent_kinds.add("inferenceservices")
-    logs = root / "logs"
-    if logs.is_dir():
-        for p in sorted(logs.glob("*/*/*.log")):
-            ns, pod = p.parent.parent.name, p.parent.name
-            name = p.name[: -len(".log")]
-            stream = "current"
-            if name.endswith(".previous"):
-                name, stream = name[: -len(".previous")], "previous"
-            # Logs are not redacted here: what leaves the tool (evidence, reports, bundles)
-            # is, and a log may be far larger than memory.
-            snap.logs[(ns, pod, name, stream)] = (LogSource(path=p) if stream_logs
-                                                  else LogSource(data=p.read_bytes()))
-    prom = root / "prometheus.json"
-    if prom.is_file():
-        snap.prometheus = _read_prometheus(prom)
-    metrics = root / "metrics"
-    if metrics.is_dir():
-        for p in sorted(metrics.glob("*/*.txt")):
-            snap.metrics[(p.parent.name, p.stem)] = redact_text(
-                p.read_bytes().decode("utf-8", errors="replace"))
+    for rel in source.listing("logs", 3, ".log"):
+        _, ns, pod, file = rel.split("/")
+        name, stream = file[: -len(".log")], "current"
+        if name.endswith(".previous"):
+            name, stream = name[: -len(".previous")], "previous"
+        log, problem, note = source.log(rel)
+        what = f"{'previous log' if stream == 'previous' else 'log'} of {ns}/{pod} ({name})"
+        if log is None:
+            snap.failures.append(ReadFailure(what, f"{source.name(rel)}: {problem}",
+                                             "logs", (ns, pod, name, stream)))
+            continue
+        snap.logs[(ns, pod, name, stream)] = log
+        if note:
+            snap.notes.append(f"{what}: {note}")
+    if source.exists("prometheus.json"):
+        snap.prometheus = _read_prometheus(source, budget)
+    for rel in source.listing("metrics", 2, ".txt"):
+        _, ns, file = rel.split("/")
+        pod = file[: -len(".txt")]
+        entry = source.read(rel, _MAX_METRICS_BYTES)
+        if entry.data is None:
+            snap.failures.append(ReadFailure(f"metrics of {ns}/{pod}",
+                                             f"{source.name(rel)}: {entry.problem}",
+                                             "metrics", (ns, pod)))
+            continue
+        snap.metrics[(ns, pod)] = entry.data.decode("utf-8", errors="replace")
+    snap.failures.sort(key=lambda f: (f.kind, f.what))
     return snap
 
 
@@ -238,8 +440,11 @@ def _prometheus_document(window: PrometheusWindow) -> dict[str, Any]:
     }
 
 
-def _read_prometheus(path: Path) -> PrometheusWindow:
-    data = _read_structured(path)
+def _read_prometheus(source: _Source, budget: list[int]) -> PrometheusWindow:
+    name = "prometheus.json"
+    data = _read_structured(source, name, budget)
+    if not isinstance(data, dict):
+        raise InputError(f"{source.name(name)}: expected a mapping")
     try:
         pods = {}
         for item in data.get("pods") or []:
@@ -256,7 +461,7 @@ def _read_prometheus(path: Path) -> PrometheusWindow:
             end=str(data["end"]), step_seconds=float(data.get("step_seconds") or 60),
             pods=pods, errors={str(k): str(v) for k, v in (data.get("errors") or {}).items()})
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise InputError(f"{path}: not a Prometheus window written by vllm-triage: "
+        raise InputError(f"{source.name(name)}: not a Prometheus window written by vllm-triage: "
                          f"{exc.__class__.__name__}: {exc}") from None
 
 
@@ -289,6 +494,8 @@ def write(snapshot: Snapshot, out: Path) -> None:
         "failures": [{"what": redact_text(f.what), "reason": redact_text(f.reason),
                       "kind": f.kind, "subject": list(f.subject)} for f in snapshot.failures],
         "absent_kinds": sorted(snapshot.absent_kinds),
+        "redaction": REDACTION_VERSION,
+        "notes": [redact_text(n) for n in snapshot.notes],
     }
     members: list[tuple[str, bytes]] = [
         ("manifest.json", json.dumps(manifest, indent=2).encode())]
@@ -320,7 +527,7 @@ def write(snapshot: Snapshot, out: Path) -> None:
                 tar.addfile(info, io.BytesIO(data))
         os.chmod(tmp_name, 0o600)  # evidence from a cluster: readable by its owner only
         os.replace(tmp_name, out)
-    except BaseException:
+    except BaseException:  # SIGTERM and Ctrl-C too (the CLI turns them into exceptions)
         with contextlib.suppress(OSError):
             os.unlink(tmp_name)
         raise

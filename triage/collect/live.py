@@ -3,17 +3,25 @@
 Uses the official ``kubernetes`` client for configuration (kubeconfig,
 ``KUBECONFIG``, in-cluster service account), authentication and TLS, and its
 ApiClient for the requests, asking for raw JSON so the snapshot keeps the
-API's own shape. One list call per kind and namespace, never per pod;
-everything after the first pod list runs concurrently in a bounded pool. A
-read that fails is recorded and the scan goes on.
+API's own shape. Objects get the structural redaction pass as they are read;
+log and metrics text is redacted where it leaves the tool (report, bundle).
+One list call per kind and namespace, never per pod; everything after the
+first pod list runs concurrently in a bounded pool. A read that fails is
+recorded and the scan goes on.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import ssl
+import sys
+import threading
+import time
+import warnings
+import zlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -28,10 +36,13 @@ from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
 
 from triage import __version__, selection, workload
-from triage.collect import ClusterUnreachable, InputError
+from triage.collect import ClusterUnreachable, InputError, transport
+from triage.collect.logtail import keep_end, size_label
 from triage.collect.prometheus import ClusterAccess, PrometheusCollector, PrometheusOptions
+from triage.collect.shape import normalize_items
 from triage.logs import LogSource, decode
 from triage.redact import redact_object, redact_text
+from triage.sanitize import one_line
 from triage.snapshot import Obj, ReadFailure, Snapshot, meta
 
 # kind -> (API path prefix, plural) for namespaced lists
@@ -57,18 +68,27 @@ class Options:
     all_namespaces: bool = False
     selector: str | None = None
     tail_lines: int = 3000
-    limit_bytes: int = 4 * 1024 * 1024
-    request_timeout: float = 15.0
+    limit_bytes: int = 4 * 1024 * 1024  # of a log's end kept (and limitBytes asked for)
+    request_timeout: float = 15.0  # wall time of one request, headers and body
     workers: int = 8
     metrics: bool = True
+    max_json_bytes: int = 128 * 1024 * 1024  # one API answer (a list)
+    max_metrics_bytes: int = 16 * 1024 * 1024  # one /metrics page (vLLM's is ~100 KiB)
+    # Bytes streamed to reach the end of a log line longer than limit_bytes.
+    max_log_transfer: int = 256 * 1024 * 1024
     prometheus: PrometheusOptions | None = None  # --prometheus: ask it about the window
 
 
 class ReadError(Exception):
-    def __init__(self, status: int | None, reason: str) -> None:
+    """A read that failed; ``kind`` says how: status (an HTTP error answer),
+    timeout, tls, network, protocol (an answer that is not what was asked
+    for) or size (an answer over its cap)."""
+
+    def __init__(self, status: int | None, reason: str, kind: str = "status") -> None:
         super().__init__(reason)
         self.status = status
         self.reason = reason
+        self.kind = kind
 
 
 @dataclass
@@ -78,7 +98,54 @@ class Connection:
     default_namespace: str
 
 
-def connect(kubeconfig: str | None, context: str | None, timeout: float) -> Connection:
+Say = Callable[[str], None]
+
+
+def _stderr_line(line: str) -> None:
+    sys.stderr.write(redact_text(one_line(line, 600)) + "\n")
+    sys.stderr.flush()
+
+
+class _ClientLog(logging.Handler):
+    """The kubernetes client logs through the root logger (an exec credential
+    plugin's failure and its stderr, token refresh errors). Nothing of it may
+    reach the terminal raw: each record becomes one redacted, sanitised line,
+    shown once; an exec plugin failure becomes the error it is."""
+
+    def __init__(self, say: Say) -> None:
+        super().__init__(logging.WARNING)
+        self.say = say
+        self.seen: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = one_line(record.getMessage(), 600)
+        except Exception:  # a malformed record must not take the scan down
+            text = str(record.msg)[:600]
+        if text in self.seen:
+            return
+        self.seen.append(text)
+        if not _connecting.is_set():
+            self.say(f"vllm-triage: warning: kubernetes client: {text}")
+
+
+_connecting = threading.Event()
+_client_log: _ClientLog | None = None
+
+
+def _capture_client_log(say: Say) -> _ClientLog:
+    global _client_log
+    root = logging.getLogger()
+    if _client_log is not None:
+        root.removeHandler(_client_log)
+    _client_log = _ClientLog(say)
+    root.addHandler(_client_log)
+    logging.getLogger("urllib3").setLevel(logging.ERROR)  # pool-full notes are not news
+    return _client_log
+
+
+def connect(kubeconfig: str | None, context: str | None, timeout: float,
+            say: Say = _stderr_line) -> Connection:
     """Load credentials the way kubectl does: --kubeconfig, $KUBECONFIG, in-cluster."""
     cfg = k8s.Configuration()
     ctx_name: str | None = context
@@ -92,6 +159,8 @@ def connect(kubeconfig: str | None, context: str | None, timeout: float) -> Conn
     )
     path = kubeconfig or env_config or os.path.expanduser("~/.kube/config")
     source = "--kubeconfig" if kubeconfig else "$KUBECONFIG" if env_config else "default"
+    log = _capture_client_log(say)
+    _connecting.set()
     try:
         if in_cluster:
             k8s_config.load_incluster_config(client_configuration=cfg)
@@ -123,15 +192,36 @@ def connect(kubeconfig: str | None, context: str | None, timeout: float) -> Conn
         what = "" if isinstance(exc, ConfigException) else f"{exc.__class__.__name__}: "
         where = "in-cluster configuration" if in_cluster else f"kubeconfig {path}"
         raise InputError(f"cannot load {where}: {what}{_one_line(str(exc))}") from None
+    finally:
+        _connecting.clear()
+    exec_failed = next((m for m in log.seen if m.startswith("exec:")), None)
+    if exec_failed is not None:
+        # The client logs the failure and goes on without credentials, which
+        # the API server then refuses (401): name the real cause instead.
+        raise ClusterUnreachable(f"the exec credential plugin of context {ctx_name!r} failed: "
+                                 f"{exec_failed.removeprefix('exec:').strip()}")
+    for note in log.seen:
+        say(f"vllm-triage: warning: kubernetes client: {note}")
     cfg.retries = False  # a dead API server must fail fast, not retry for minutes
     cfg.connection_pool_maxsize = 16
+    if not cfg.verify_ssl:
+        # One line, not one multi-line warning per request.
+        warnings.filterwarnings("ignore", category=urllib3.exceptions.InsecureRequestWarning)
+        say(f"vllm-triage: warning: the API server's certificate is not verified "
+            f"(insecure-skip-tls-verify in context {ctx_name!r})")
     api = k8s.ApiClient(cfg)
     api.user_agent = f"vllm-triage/{__version__}"
+    transport.install(api.rest_client.pool_manager)
     return Connection(api, ctx_name, namespace)
 
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())[:400]
+
+
+_ERROR_BODY_BYTES = 64 * 1024
+_MAX_LOG_PROBES = 12  # bisection over --tail-lines (up to 200,000 lines: 18 would be exact)
+_MAX_RETRIES_429 = 3
 
 
 def cluster_access(conn: Connection) -> ClusterAccess:
@@ -144,15 +234,25 @@ def cluster_access(conn: Connection) -> ClusterAccess:
 
 
 class Reader:
-    """GET one API path and return its body; every failure becomes a ReadError."""
+    """GET one API path and return its body; every failure becomes a ReadError.
 
-    def __init__(self, conn: Connection, timeout: float) -> None:
+    Each request, with its retries after a 429, ends within ``timeout`` wall
+    seconds (transport.deadline) and reads at most its byte cap; a redirect
+    is a failed read, never content; an error answer's text is read bounded.
+    """
+
+    def __init__(self, conn: Connection, timeout: float,
+                 max_bytes: int = Options.max_json_bytes) -> None:
         self.api = conn.api
+        self.pool = conn.api.rest_client.pool_manager
         self.timeout = timeout
+        self.max_bytes = max_bytes
 
-    def get(self, path: str, query: dict[str, Any] | None = None, accept: str = "application/json",
-            ) -> bytes:
+    def fetch(self, path: str, query: dict[str, Any] | None = None,
+              accept: str = "application/json", cap: int | None = None, keep: str = "head",
+              ring: int = 0, fail_over_cap: bool = True) -> transport.Body:
         params = [(k, v) for k, v in (query or {}).items() if v is not None]
+        cap = self.max_bytes if cap is None else cap
         try:
             # The client's own serializer adds the credentials (bearer token,
             # exec plugin token refresh) exactly as its typed methods would.
@@ -160,26 +260,152 @@ class Reader:
                 "GET", path, query_params=params, header_params={"Accept": accept},
                 auth_settings=["BearerToken"],
             )
-            resp = self.api.call_api("GET", url, header_params=headers,
-                                     _request_timeout=self.timeout)
-            body: bytes = resp.read()
-        except urllib3.exceptions.HTTPError as exc:
-            raise ReadError(None, _network_reason(exc, self.timeout)) from None
-        except (TimeoutError, OSError, ssl.SSLError) as exc:
-            raise ReadError(None, f"{exc.__class__.__name__}: {_one_line(str(exc))}") from None
-        if resp.status >= 400:
-            raise ReadError(resp.status, _status_reason(resp.status, body))
-        return body
+        except Exception as exc:  # a credential refresh (exec plugin) that failed
+            raise ReadError(None, f"cannot get credentials: {_one_line(str(exc))}",
+                            "tls") from None
+        headers["Accept-Encoding"] = "identity"
+        resp: Any = None
+        complete = False
+        with transport.deadline(self.timeout) as scope:
+            try:
+                for attempt in range(_MAX_RETRIES_429 + 1):
+                    left = max(0.05, scope.remaining())
+                    resp = self.pool.request(
+                        "GET", url, headers=headers, preload_content=False, redirect=False,
+                        retries=False, decode_content=False,
+                        timeout=urllib3.Timeout(connect=left, read=left))
+                    if resp.status == 429 and attempt < _MAX_RETRIES_429:
+                        wait = transport.retry_after(resp.headers.get("Retry-After"))
+                        wait = 1.0 if wait is None else wait
+                        resp.close()
+                        resp.release_conn()
+                        if wait < scope.remaining() - 0.1:
+                            time.sleep(wait)
+                            continue
+                        raise ReadError(429, f"429 Too Many Requests: the API server asks to "
+                                        f"retry after {wait:g}s, past --request-timeout "
+                                        f"{self.timeout:g}s")
+                    break
+                status = resp.status
+                if 300 <= status < 400:
+                    where = resp.headers.get("Location") or "elsewhere"
+                    raise ReadError(status, f"{status} redirect to {_one_line(where)[:200]}: not "
+                                    "followed (the API server answers reads itself)", "protocol")
+                if status >= 400 or status < 200:
+                    body = transport.read_body(resp, _ERROR_BODY_BYTES)
+                    raise ReadError(status, _status_reason(status, body.data))
+                got = transport.read_body(resp, cap, keep, ring, fail_over_cap)
+                complete = got.complete
+                return got
+            except ReadError:
+                raise
+            except transport.BodyTooLarge as exc:
+                raise ReadError(None, f"the answer is larger than {size_label(exc.limit)}; "
+                                "not read", "size") from None
+            except transport.UnsupportedEncoding as exc:
+                raise ReadError(None, f"the answer is compressed as {str(exc)[:40]!r}, which "
+                                "this tool does not decode", "protocol") from None
+            except zlib.error:
+                raise ReadError(None, "the answer's compressed body is corrupt",
+                                "protocol") from None
+            except (urllib3.exceptions.HTTPError, OSError) as exc:
+                if time.monotonic() >= scope.deadline - 0.01:
+                    raise ReadError(None, f"timed out: no complete answer within "
+                                    f"--request-timeout {self.timeout:g}s", "timeout") from None
+                tls = _tls_reason(exc)
+                if tls:
+                    raise ReadError(None, tls, "tls") from None
+                raise ReadError(None, _network_reason(exc, self.timeout), "network") from None
+            finally:
+                # Back to the pool only after the deadline no longer applies to
+                # it; a body not read to its end closes the connection.
+                if resp is not None:
+                    if not complete:
+                        resp.close()
+                    scope_tokens = list(scope.tokens)
+                    scope.tokens.clear()
+                    for token in scope_tokens:
+                        transport.WATCHDOG.release(token)
+                    resp.release_conn()
+
+    def get(self, path: str, query: dict[str, Any] | None = None, accept: str = "application/json",
+            cap: int | None = None) -> bytes:
+        return self.fetch(path, query, accept, cap=cap).data
 
     def get_json(self, path: str, query: dict[str, Any] | None = None) -> Obj:
         body = self.get(path, query)
         try:
             data = json.loads(body)
-        except ValueError:
-            raise ReadError(None, f"the API server returned non-JSON for {path}") from None
+        except (ValueError, RecursionError):
+            raise ReadError(None, f"the answer to {path} is not JSON "
+                            f"({_one_line(decode(body[:80]))!r}...)", "protocol") from None
         if not isinstance(data, dict):
-            raise ReadError(None, f"the API server returned {type(data).__name__} for {path}")
+            raise ReadError(None, f"the answer to {path} is a JSON {type(data).__name__}, not an "
+                            "object", "protocol")
         return data
+
+
+def _client_cert(conn: Connection) -> str | None:
+    path = getattr(conn.api.configuration, "cert_file", None)
+    return str(path) if path else None
+
+
+def _client_cert_problem(conn: Connection) -> str | None:
+    """Why the kubeconfig's client certificate would be refused, if it can tell."""
+    path = _client_cert(conn)
+    if not path:
+        return None
+    try:
+        decoded = ssl._ssl._test_decode_cert(path)  # type: ignore[attr-defined]
+        not_after = ssl.cert_time_to_seconds(decoded["notAfter"])
+        not_before = ssl.cert_time_to_seconds(decoded["notBefore"])
+    except Exception:  # not a certificate Python can decode: say nothing more
+        return None
+    now = time.time()
+    if not_after < now:
+        when = datetime.fromtimestamp(not_after, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        return f"TLS: the client certificate of context {conn.context!r} expired on {when}"
+    if not_before > now:
+        return f"TLS: the client certificate of context {conn.context!r} is not valid yet"
+    return None
+
+
+_TLS_CAUSES = (
+    ("certificate has expired", "the API server's certificate has expired"),
+    ("certificate is not yet valid", "the API server's certificate is not valid yet"),
+    ("unable to get local issuer certificate",
+     "the API server's certificate is signed by an unknown authority"),
+    ("self-signed certificate", "the API server's certificate is signed by an unknown authority"),
+    ("self signed certificate", "the API server's certificate is signed by an unknown authority"),
+    ("unable to verify the first certificate",
+     "the API server's certificate is signed by an unknown authority"),
+    ("hostname mismatch", "the API server's certificate is not valid for this server's name"),
+    ("ip address mismatch", "the API server's certificate is not valid for this server's address"),
+    ("alert certificate expired", "the API server refused the client certificate: it has expired"),
+    ("alert bad certificate", "the API server refused the client certificate"),
+    ("alert unknown ca", "the API server refused the client certificate (unknown authority)"),
+    ("certificate required", "the API server requires a client certificate and got none"),
+    ("wrong version number", "the server does not speak TLS (an http:// address?)"),
+)
+
+
+def _tls_reason(exc: BaseException) -> str | None:
+    """One line naming the TLS cause, or None when this was not a TLS failure."""
+    chain: list[BaseException] = []
+    cur: BaseException | None = exc
+    while cur is not None and len(chain) < 6:
+        chain.append(cur)
+        reason = getattr(cur, "reason", None)
+        cur = reason if isinstance(reason, BaseException) else (cur.__cause__ or cur.__context__)
+    if not any(isinstance(e, (ssl.SSLError, urllib3.exceptions.SSLError)) for e in chain):
+        return None
+    text = " ".join(str(e) for e in chain).lower()
+    for needle, cause in _TLS_CAUSES:
+        if needle in text:
+            return f"TLS: {cause}"
+    verify = next((e for e in chain if isinstance(e, ssl.SSLCertVerificationError)), None)
+    detail = verify.verify_message if verify is not None else _one_line(str(chain[-1]))
+    return f"TLS: {_one_line(str(detail))[:200]}"
 
 
 def _network_reason(exc: Exception, timeout: float | None = None) -> str:
@@ -201,7 +427,7 @@ def _status_reason(status: int, body: bytes) -> str:
         data = json.loads(body)
         if isinstance(data, dict):
             message = str(data.get("message") or "")
-    except ValueError:
+    except (ValueError, RecursionError):
         message = decode(body[:300]).strip()
     label = f"{status} {names.get(status, '')}".strip()
     return f"{label}: {_one_line(message)}" if message else label
@@ -222,7 +448,7 @@ class LiveCollector:
                  progress: Callable[[str], None] | None = None) -> None:
         self.conn = conn
         self.opts = opts
-        self.reader = Reader(conn, opts.request_timeout)
+        self.reader = Reader(conn, opts.request_timeout, opts.max_json_bytes)
         self.progress = progress or (lambda _msg: None)
 
     def _ns_path(self, prefix: str, plural: str, ns: str | None) -> str:
@@ -240,7 +466,7 @@ class LiveCollector:
             selector=self.opts.selector,
         )
         self.progress(f"listing pods in {ns or 'all namespaces'}")
-        pods = self._list_pods(ns)
+        pods = self._list_pods(ns, snap.notes)
         chosen = selection.select_pods(pods, self.opts.selector)
         snap.objects["pods"] = [redact_object(p) for p in chosen]
 
@@ -254,28 +480,49 @@ class LiveCollector:
             if self.opts.metrics:
                 jobs += self._metrics_jobs(snap, pod)
         done = 0
-        with ThreadPoolExecutor(max_workers=self.opts.workers) as pool:
+        pool = ThreadPoolExecutor(max_workers=self.opts.workers)
+        try:
             futures = [pool.submit(fn) for _, fn in jobs]
             for fut in futures:
                 fut.result()
                 done += 1
                 self.progress(f"read {done}/{len(jobs)}")
+        except BaseException:
+            # Interrupted (Ctrl-C, SIGTERM): drop what has not started and end
+            # the requests in flight now, so the process exits promptly.
+            pool.shutdown(wait=False, cancel_futures=True)
+            transport.WATCHDOG.kill_all()
+            raise
+        pool.shutdown(wait=True)
         if self.opts.prometheus is not None:
             prom = self.opts.prometheus
             if prom.url == "auto":
-                prom = replace(prom, cluster=cluster_access(self.conn),
-                                           namespace_hint=ns)
+                prom = replace(prom, cluster=cluster_access(self.conn), namespace_hint=ns)
             PrometheusCollector(prom, self.progress).collect(snap)
         # Keep the order of the API's lists stable for reproducible reports.
         snap.failures.sort(key=lambda f: (f.kind, f.what))
+        snap.notes.sort()
         return snap
 
-    def _list_pods(self, ns: str | None) -> list[Obj]:
+    def _list_pods(self, ns: str | None, notes: list[str]) -> list[Obj]:
         path = self._ns_path("/api/v1", "pods", ns)
         try:
             data = self.reader.get_json(path, {"labelSelector": self.opts.selector})
         except ReadError as exc:
             server = self.conn.api.configuration.host
+            if exc.kind == "tls" or (exc.kind == "network" and _client_cert(self.conn)):
+                # A server that refuses a client certificate may just close the
+                # connection; the certificate itself can say why.
+                why = _client_cert_problem(self.conn) or exc.reason
+                raise ClusterUnreachable(
+                    f"cannot connect to the Kubernetes API at {server}: {why}") from None
+            if exc.kind == "protocol":
+                raise ClusterUnreachable(
+                    f"the Kubernetes API at {server} did not answer the pod list as an API "
+                    f"server does: {exc.reason}") from None
+            if exc.kind == "size":
+                raise ClusterUnreachable(f"listing pods in {ns or 'all namespaces'}: "
+                                         f"{exc.reason}; narrow it with -l") from None
             if exc.status is None:
                 raise ClusterUnreachable(
                     f"cannot reach the Kubernetes API at {server}: {exc.reason}") from None
@@ -287,7 +534,8 @@ class LiveCollector:
                 raise ClusterUnreachable(
                     f"not allowed to list pods in {ns or 'any namespace'}: {exc.reason}") from None
             raise ClusterUnreachable(f"listing pods failed: {exc.reason}") from None
-        return [p for p in data.get("items") or [] if isinstance(p, dict)]
+        items = data.get("items")
+        return normalize_items("pods", items, notes) if isinstance(items, list) else []
 
     def _lister(self, snap: Snapshot, kind: str, path: str,
                 ns: str | None) -> Callable[[], None]:
@@ -301,8 +549,9 @@ class LiveCollector:
                 snap.failures.append(ReadFailure(f"{kind} ({path})", exc.reason, kind,
                                                  (ns,) if ns is not None else ()))
                 return
-            snap.objects[kind] = [redact_object(o) for o in data.get("items") or []
-                                  if isinstance(o, dict)]
+            items = data.get("items")
+            snap.objects[kind] = [redact_object(o) for o in normalize_items(
+                kind, items if isinstance(items, list) else [], snap.notes)]
         return run
 
     def _node_jobs(self, snap: Snapshot, pods: list[Obj]) -> list[tuple[str, Callable[[], None]]]:
@@ -324,13 +573,17 @@ class LiveCollector:
             except ReadError as exc:
                 snap.failures.append(ReadFailure("nodes (/api/v1/nodes)", exc.reason, "nodes"))
                 return
-            for node in data.get("items") or []:
+            items = data.get("items")
+            for node in normalize_items("nodes", items if isinstance(items, list) else [],
+                                        snap.notes):
                 add(node)
 
         def read_one(name: str) -> Callable[[], None]:
             def run() -> None:
                 try:
-                    add(self.reader.get_json(f"/api/v1/nodes/{quote(name, safe='')}"))
+                    node = self.reader.get_json(f"/api/v1/nodes/{quote(name, safe='')}")
+                    for shaped in normalize_items("nodes", [node], snap.notes):
+                        add(shaped)
                 except ReadError as exc:
                     snap.failures.append(ReadFailure(f"node {name}", exc.reason, "nodes", (name,)))
             return run
@@ -355,7 +608,9 @@ class LiveCollector:
             def run() -> None:
                 path = f"/api/v1/namespaces/{quote(ns, safe='')}/configmaps/{quote(name, safe='')}"
                 try:
-                    snap.objects["configmaps"].append(redact_object(self.reader.get_json(path)))
+                    cm = self.reader.get_json(path)
+                    snap.objects["configmaps"] += [redact_object(o) for o in normalize_items(
+                        "configmaps", [cm], snap.notes)]
                 except ReadError as exc:
                     snap.failures.append(ReadFailure(f"configmap {ns}/{name}", exc.reason,
                                                      "configmaps", (ns, name)))
@@ -380,29 +635,84 @@ class LiveCollector:
     def _log_reader(self, snap: Snapshot, ns: str, pod: str, container: str,
                     stream: str) -> Callable[[], None]:
         def run() -> None:
-            path = f"/api/v1/namespaces/{quote(ns, safe='')}/pods/{quote(pod, safe='')}/log"
             label = "previous log" if stream == "previous" else "log"
-            tail = self.opts.tail_lines
-            while True:
-                query = {"container": container, "tailLines": tail,
-                         "limitBytes": self.opts.limit_bytes,
-                         "previous": "true" if stream == "previous" else None}
-                try:
-                    body = self.reader.get(path, query, accept="*/*")
-                except ReadError as exc:
-                    snap.failures.append(ReadFailure(f"{label} of {ns}/{pod} ({container})",
-                                                     exc.reason, "logs",
-                                                     (ns, pod, container, stream)))
-                    return
-                # limitBytes keeps the *first* bytes of the tail, so a few huge lines
-                # would push out the end of the log, where a crash is. Ask for fewer
-                # lines until the tail fits.
-                if len(body) < self.opts.limit_bytes or tail <= 1:
-                    break
-                # The lines that fit show how long they are: jump, do not creep.
-                tail = max(1, min(tail // 10, body.count(b"\n") // 2))
-            snap.logs[(ns, pod, container, stream)] = LogSource.of(redact_text(decode(body)))
+            what = f"{label} of {ns}/{pod} ({container})"
+            try:
+                text, note = self._read_log_end(ns, pod, container, stream)
+            except ReadError as exc:
+                snap.failures.append(ReadFailure(what, exc.reason, "logs",
+                                                 (ns, pod, container, stream)))
+                return
+            snap.logs[(ns, pod, container, stream)] = LogSource(data=text)
+            if note:
+                snap.notes.append(f"{what}: {note}")
         return run
+
+    def _read_log_end(self, ns: str, pod: str, container: str, stream: str
+                      ) -> tuple[bytes, str]:
+        """The end of a container log, at most ``limit_bytes``: the last lines whole,
+        and the end of a line too long to fit. A crash is at the end of a log.
+
+        The kubelet applies ``tailLines`` and then keeps the *first*
+        ``limitBytes`` of that tail, so one huge line pushes out the end of the
+        log. When the tail does not fit, it is streamed (``limitBytes`` raised
+        to ``max_log_transfer``) and only its last ``limit_bytes`` are kept.
+        When even that is too much to transfer, the largest number of lines
+        that fits is found by bisection, in a bounded number of requests.
+        Returns the text and a note saying what was cut ("" when nothing was).
+        """
+        path = f"/api/v1/namespaces/{quote(ns, safe='')}/pods/{quote(pod, safe='')}/log"
+        limit, want = self.opts.limit_bytes, self.opts.tail_lines
+
+        def query(lines: int, limit_bytes: int) -> dict[str, Any]:
+            return {"container": container, "tailLines": lines, "limitBytes": limit_bytes,
+                    "previous": "true" if stream == "previous" else None}
+
+        def probe(lines: int) -> tuple[bool, bytes]:
+            # limitBytes is enforced here too: a server that ignores it sends more.
+            got = self.reader.fetch(path, query(lines, limit), accept="*/*", cap=limit,
+                                    fail_over_cap=False)
+            return got.complete and len(got.data) < limit, got.data
+
+        fits, body = probe(want)
+        if fits:
+            return body, ""
+        # Stream the whole tail, keeping its last `limit` bytes.
+        streamed = self.reader.fetch(path, query(want, self.opts.max_log_transfer),
+                                     accept="*/*", cap=self.opts.max_log_transfer,
+                                     keep="tail", ring=limit)
+        if streamed.complete:
+            return keep_end(streamed.data, streamed.total, f"the {want}-line tail")
+        # More than max_log_transfer in the tail: the largest tail that fits.
+        lo, lo_body, hi = 0, b"", want
+        for _ in range(_MAX_LOG_PROBES):
+            if hi - lo <= 1:
+                break
+            mid = (lo + hi) // 2
+            fits, body = probe(mid)
+            if fits:
+                lo, lo_body = mid, body
+            else:
+                hi = mid
+        cap_mib = self.opts.max_log_transfer // (1024 * 1024)
+        if hi == lo + 1:
+            # Line `hi` from the end is what does not fit: stream it and the
+            # lines after it, keeping the end.
+            streamed = self.reader.fetch(path, query(hi, self.opts.max_log_transfer),
+                                         accept="*/*", cap=self.opts.max_log_transfer,
+                                         keep="tail", ring=limit)
+            if streamed.complete:
+                return keep_end(streamed.data, streamed.total, f"the {want}-line tail")
+            if lo == 0:
+                raise ReadError(None, f"its last line is longer than {cap_mib} MiB: the end "
+                                "of the log could not be read", "size")
+            return lo_body, (f"read the last {lo} line(s) whole; the line before them is "
+                             f"longer than {cap_mib} MiB and was not read")
+        if lo == 0:
+            raise ReadError(None, f"the end of the log could not be read within "
+                            f"{_MAX_LOG_PROBES} requests", "size")
+        return lo_body, (f"read the last {lo} line(s); the {want}-line tail is more than "
+                         f"{cap_mib} MiB")
 
     def _metrics_jobs(self, snap: Snapshot, pod: Obj) -> list[tuple[str, Callable[[], None]]]:
         ns, name = str(meta(pod).get("namespace")), str(meta(pod).get("name"))
@@ -419,10 +729,11 @@ class LiveCollector:
             path = (f"/api/v1/namespaces/{quote(ns, safe='')}/pods/"
                     f"{quote(name, safe='')}:{port}/proxy/metrics")
             try:
-                body = self.reader.get(path, accept="text/plain;version=0.0.4,*/*")
+                body = self.reader.get(path, accept="text/plain;version=0.0.4,*/*",
+                                       cap=self.opts.max_metrics_bytes)
             except ReadError as exc:
                 snap.failures.append(ReadFailure(f"metrics of {ns}/{name} (port {port})",
                                                  exc.reason, "metrics", (ns, name)))
                 return
-            snap.metrics[(ns, name)] = redact_text(decode(body))
+            snap.metrics[(ns, name)] = decode(body)
         return [("metrics", run)]

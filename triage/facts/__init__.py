@@ -137,7 +137,9 @@ class ContainerContext:
     def log_failure(self, stream: str) -> str | None:
         """Why a log stream that exists could not be read; None when read or absent."""
         if self.snapshot.log(self.namespace, self.pod_name, self.name, stream) is not None:
-            return None
+            index = self._logs.get(stream)
+            return (f"{stream_label(stream)} of {self.namespace}/{self.pod_name} ({self.name}): "
+                    f"{index.unreadable}") if index is not None and index.unreadable else None
         failed = self.snapshot.failure("logs", self.namespace, self.pod_name, self.name, stream)
         return str(failed) if failed else None
 
@@ -156,11 +158,12 @@ class ContainerContext:
 
     def log(self, stream: str) -> LogIndex | None:
         """The scanned log of a stream; None when it was not read."""
-        return self._logs.get(stream)
+        index = self._logs.get(stream)
+        return None if index is None or index.unreadable else index
 
     @property
     def logs(self) -> dict[str, LogIndex]:
-        return self._logs
+        return {s: index for s, index in self._logs.items() if not index.unreadable}
 
     @cached_property
     def engine(self) -> EngineConfig:

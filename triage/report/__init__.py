@@ -2,8 +2,10 @@
 
 ``build`` makes the typed ``triage.results.Report`` (its JSON form is schema
 ``vllm-triage/report/v1``); every writer renders that object and nothing
-else, so all formats say the same thing. Everything in it has passed the
-redactor: reports go into tickets.
+else, so all formats say the same thing. Every string in it has passed the
+sanitiser (no control character or escape sequence reaches a terminal or a
+file) and then the redactor (reports go into tickets): this is the one place
+both happen, upstream of every writer.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from triage.results import (
     map_strings,
 )
 from triage.rules.evaluate import PodDiagnosis
+from triage.sanitize import sanitize
 from triage.snapshot import Snapshot
 
 __all__ = ["Report", "Writer", "build", "writers"]
@@ -62,13 +65,19 @@ def build(snapshot: Snapshot, pods: list[PodDiagnosis], steps: list[StepResult],
         pods=results,
         checklist=tuple(steps),
         unreadable=tuple(Unreadable(f.what, f.reason) for f in snapshot.failures),
-        warnings=tuple(warnings),
+        warnings=tuple(sorted(snapshot.notes)) + tuple(warnings),
         prometheus=None if snapshot.prometheus is None else PrometheusSource(
             snapshot.prometheus.source, snapshot.prometheus.window_seconds,
             snapshot.prometheus.end),
     )
-    # Everything that reaches a ticket passes the redactor once more.
-    return map_strings(report, redact_text)
+    # Every string, whatever field of the cluster it came from, is made safe
+    # for a terminal first (an escape sequence could hide a credential from
+    # the redactor), then redacted.
+    return map_strings(report, _clean)
+
+
+def _clean(text: str) -> str:
+    return redact_text(sanitize(text))
 
 
 def _summary(pods: tuple[PodResult, ...], steps: list[StepResult]) -> str:

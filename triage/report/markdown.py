@@ -18,12 +18,21 @@ VERDICT_MARK = {"pass": "✅ pass", "warn": "⚠️ warn", "fail": "❌ fail",
                 "unknown": "❔ unknown", "n/a": "⚪ n/a"}
 SEVERITY_MARK = {"critical": "🔴 critical", "warning": "🟠 warning", "info": "🔵 info"}
 _INLINE_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&#!])")
+# GitHub and GitLab turn @name into a mention (a notification to that user or
+# team) and http://, https://, www. and a@b.c into links even in escaped
+# text; a zero-width space after the @ and before :// or the dot of www.
+# keeps them plain text that reads the same (a ticket must not ping people
+# or link to what a pod printed).
+_MENTION_OR_AUTOLINK = re.compile(r"@|(?<=http)(?=://)|(?<=https)(?=://)|(?<=ftp)(?=://)"
+                                  r"|(?<=www)(?=\.)", re.IGNORECASE)
+_ZWSP = "&#8203;"
 
 
 def inline(text: object) -> str:
     """Text safe inside a paragraph or a table cell: one line, nothing interpreted."""
     flat = " ".join(str(text).split())
-    return _INLINE_SPECIAL.sub(r"\\\1", flat)
+    escaped = _INLINE_SPECIAL.sub(r"\\\1", flat)
+    return _MENTION_OR_AUTOLINK.sub(lambda m: m.group() + _ZWSP, escaped)
 
 
 def code(text: object) -> str:
