@@ -385,6 +385,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self._record()
+        if self.server.latency:
+            self.server.stopping.wait(self.server.latency)
         auth = self.headers.get("Authorization", "")
         if auth != f"Bearer {self.server.token}":
             self._send(401, _status(401, "Unauthorized", "Unauthorized"))
@@ -934,10 +936,12 @@ class KubeAPIServer(ThreadingHTTPServer):
 
     def __init__(self, fixture_dir: Path, port: int = 0, token: str = TOKEN,
                  request_log: Path | None = None, expired_cert: bool = False,
-                 client_certs: bool = False, rbac: RBAC | None = None) -> None:
+                 client_certs: bool = False, rbac: RBAC | None = None,
+                 latency: float = 0.0) -> None:
         """``expired_cert``: serve a certificate that has expired; ``client_certs``:
         require a client certificate signed by the test CA (as an API server with
-        --client-ca-file does when a client offers one)."""
+        --client-ca-file does when a client offers one); ``latency``: seconds every
+        request waits before it is answered (a remote API server, for the benchmark)."""
         super().__init__(("127.0.0.1", port), Handler)
         self.tls = TLSFiles.get()
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -954,6 +958,7 @@ class KubeAPIServer(ThreadingHTTPServer):
         self.socket = context.wrap_socket(self.socket, server_side=True)
         self.fixture = Fixture(fixture_dir)
         self.token = token
+        self.latency = latency
         self.requests: list[str] = []
         # (namespace, service) -> base URL the service proxy forwards GETs to.
         self.service_upstreams: dict[tuple[str, str], str] = {}
@@ -1006,8 +1011,10 @@ def main() -> None:
     parser.add_argument("fixture", type=Path)
     parser.add_argument("--port", type=int, default=8001)
     parser.add_argument("--kubeconfig", type=Path, help="write a kubeconfig for this server")
+    parser.add_argument("--latency", type=float, default=0.0,
+                        help="seconds every request waits before its answer")
     args = parser.parse_args()
-    server = KubeAPIServer(args.fixture, args.port)
+    server = KubeAPIServer(args.fixture, args.port, latency=args.latency)
     if args.kubeconfig:
         ns = server.fixture.incident.get("namespace") or "default"
         write_kubeconfig(args.kubeconfig, server.url, namespace=ns)

@@ -95,7 +95,7 @@ def test_lines_numbers_context_and_tail() -> None:
     assert [ln.number for ln in hit.before][-2:] == [98, 99]
     assert [ln.raw for ln in hit.after] == ["after 1", "after 2"]
     assert index.lines == 103 and index.tail[-1].raw == "after 2"
-    assert index.head[0].number == 1
+    assert next(index.head).number == 1
 
 
 def test_a_message_wrapped_over_lines_is_found_where_it_starts() -> None:

@@ -32,6 +32,7 @@ from bisect import bisect_right
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -56,6 +57,7 @@ KEEP_FIRST = 3  # matches kept with their context, per query
 MAX_CONTEXT = 10  # lines of context kept around them
 TAIL_LINES = 32  # the last lines of every log, for tail windows and root causes
 HEAD_LINES = 200  # the first lines, for when a start began
+HEAD_BYTES = 64 * 1024  # kept of the first block to find them
 
 _ANSI = regex.compile(r"\x1b\[[0-9;?]*[A-Za-z]|#033\[[0-9;]*m")
 _CONTROL = regex.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -74,8 +76,12 @@ _PREFIX_PARTS = r"""
         (?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):[ \t]+                 # uvicorn
     )?"""
 _PREFIX = regex.compile(r"^" + _PREFIX_PARTS + r"(?P<msg>.*)$", regex.VERBOSE | regex.DOTALL)
+# What in a pattern can match a newline: then a match may span a hard-wrapped message.
+_SPANS = regex.compile(r"\\[snWDSHV]|\[\^")
+
 # A line that says when it was printed: kubectl --timestamps, or vLLM's MM-DD hh:mm:ss.
 _STAMPED = regex.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d|\b\d\d-\d\d \d\d:\d\d:\d\d\b")
+_STAMPED_B = re.compile(rb"\d\d-\d\d[T ]\d\d:\d\d:\d\d")  # a cheap test before parsing
 STAMP_LOOKBACK = 200  # lines searched back for the nearest stamped line
 
 
@@ -193,6 +199,13 @@ class Query:
     def counts(self, line: LogLine) -> bool:
         return self.levels is None or (line.level or "NONE") in self.levels
 
+    @cached_property
+    def spans_lines(self) -> bool:
+        """Whether a match could run over a line break (\\s, \\n, a negated class, DOTALL):
+        only then are the lines before a candidate searched with it."""
+        return bool(self.regex.flags & regex.DOTALL
+                    or _SPANS.search(self.regex.pattern) is not None)
+
 
 @dataclass
 class QuerySet:
@@ -221,8 +234,22 @@ class Hit:
     # The nearest line at or before it that carries a time (vLLM's stamp or kubectl's
     # --timestamps): tqdm and uvicorn lines have none of their own.
     stamped: LogLine | None = None
-    before: list[LogLine] = field(default_factory=list)
-    after: list[LogLine] = field(default_factory=list)
+    # The lines around it as read (number, bytes), parsed only when evidence asks.
+    before_raw: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    after_raw: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+
+    @property
+    def before(self) -> list[LogLine]:
+        return [_parse_raw(n, raw) for n, raw in self.before_raw]
+
+    @property
+    def after(self) -> list[LogLine]:
+        return [_parse_raw(n, raw) for n, raw in self.after_raw]
+
+
+def _parse_raw(number: int, raw: bytes) -> LogLine:
+    kept = raw[:MAX_LINE_BYTES]
+    return parse_line(number, decode(kept), cleaned=True, cut_bytes=len(raw) - len(kept))
 
 
 @dataclass
@@ -241,7 +268,8 @@ class LogIndex:
     queries: QuerySet
     lines: int = 0  # lines read
     tail: list[LogLine] = field(default_factory=list)  # the last TAIL_LINES non-empty lines
-    head: list[LogLine] = field(default_factory=list)  # the first HEAD_LINES non-empty lines
+    # The log's first bytes (whole lines), parsed into ``head`` only when asked for.
+    head_data: bytes = b""
     unreadable: str | None = None  # why the log could not be read after all
     results: dict[tuple[str, int, frozenset[str] | None], QueryResult] = field(
         default_factory=dict)
@@ -249,16 +277,37 @@ class LogIndex:
     def result(self, query: Query, keep_last: int = 1) -> QueryResult:
         """A query's result; one the scan was not asked for is searched now, on its own."""
         found = self.results.get(query.key)
+        if found is None and query.key in self.queries.queries and \
+                self.queries.keep_last.get(query.key, 0) >= keep_last:
+            return QueryResult()  # searched for, never matched
         if found is None or len(found.last) < min(keep_last, found.count):
             extra = QuerySet()
             extra.add(query, keep_last)
-            found = scan(self.source, extra).results[query.key]
+            found = scan(self.source, extra).results.get(query.key) or QueryResult()
             self.results[query.key] = found
         return found
 
     @property
     def empty(self) -> bool:
         return not self.tail
+
+    @property
+    def head(self) -> Iterator[LogLine]:
+        """The first HEAD_LINES non-empty lines (where a start began), parsed as they are
+        asked for: callers usually want only the first that says something."""
+        block = self._head_block
+        pos: int | None = 0
+        shown = 0
+        while pos is not None and pos < len(block.data) and shown < HEAD_LINES:
+            line = block.line(pos)
+            if line.raw.strip():
+                shown += 1
+                yield line
+            pos = block.next_start(pos)
+
+    @cached_property
+    def _head_block(self) -> _Block:
+        return _Block(self.head_data, 1)
 
 
 # --- the scan ---------------------------------------------------------------------------------
@@ -286,6 +335,7 @@ def _line_blocks(source: LogSource) -> Iterator[tuple[bytes, int]]:
                         reader.back(len(data) - last - 1)
                         data = data[:last + 1]
                 yield data, 0
+                del data  # before the next read: one block in memory at a time
                 continue
             head, total = data[:MAX_LINE_BYTES], len(data)
             del data
@@ -521,13 +571,13 @@ class _Scan:
         self.index = LogIndex(source, queries)
         self.queries = queries
         self.engine = _Engine.get(queries)
-        self.results = {key: QueryResult(last=deque(maxlen=max(1, queries.keep_last[key])))
-                        for key in queries.queries}
+        self.results: dict[tuple[str, int, frozenset[str] | None], QueryResult] = {}
         self.index.results = self.results
         self.tail: deque[LogLine] = deque(maxlen=TAIL_LINES)
         # Hits still collecting the lines after them: (hit, where to go on in this block).
         self.waiting: list[tuple[Hit, int | None]] = []
-        self.recent: deque[LogLine] = deque(maxlen=MAX_CONTEXT)  # last lines of the block before
+        # The last non-empty lines of the block before, as (number, bytes).
+        self.recent: deque[tuple[int, bytes]] = deque(maxlen=MAX_CONTEXT)
         self.last_stamped: LogLine | None = None  # the last stamped line of the blocks before
 
     def run(self) -> LogIndex:
@@ -547,16 +597,17 @@ class _Scan:
             block = _Block(data, first, dropped)
             self.search(block, found)
             self.fill_after(block)
-            if len(self.index.head) < HEAD_LINES:
-                self.index.head += [ln for ln in block.lines_from(0, HEAD_LINES)
-                                    if ln.raw.strip()][:HEAD_LINES - len(self.index.head)]
-            last = block.last_lines(max(TAIL_LINES, MAX_CONTEXT))
+            room = HEAD_BYTES - len(self.index.head_data)
+            if room > 0:  # whole lines only
+                self.index.head_data += data[:data.rfind(b"\n", 0, room) + 1 or len(data)]
+            last = block.last_lines(TAIL_LINES)
             self.tail.extend(last)
-            self.recent.extend(last[-MAX_CONTEXT:])
+            self.recent.extend(block.raw_before(len(block.data), MAX_CONTEXT)[0])
             end = block.start_of(len(data) - 1)
             self.last_stamped = (block.line(end) if has_stamp(block.line(end))
                                  else block.stamped_before(end)) or self.last_stamped
             first += block.count
+            del block, data  # before the next block is read
         self.index.lines = first - 1
         self.index.tail = list(self.tail)
         return self.index
@@ -586,22 +637,30 @@ class _Scan:
         for qid, end in found:
             candidates.setdefault(qid, set()).add(block.start_of(max(end - 1, 0)))
         for qi, key in enumerate(self.engine.keys):
-            query, result = self.queries.queries[key], self.results[key]
-            if result.unknown:
-                continue
             if key in self.engine.slow:
-                self.slow_query(query, result, block)
+                self.slow_query(key, block)
             elif qi in candidates:
-                self.check(query, result, block, sorted(candidates[qi]))
+                self.check(key, block, sorted(candidates[qi]))
 
-    def check(self, query: Query, result: QueryResult, block: _Block,
+    def result_of(self, key: tuple[str, int, frozenset[str] | None]) -> QueryResult:
+        found = self.results.get(key)
+        if found is None:
+            found = self.results[key] = QueryResult(
+                last=deque(maxlen=max(1, self.queries.keep_last[key])))
+        return found
+
+    def check(self, key: tuple[str, int, frozenset[str] | None], block: _Block,
               starts: list[int]) -> None:
         """The exact regex on each candidate line (and the lines just before it, for a
         match that spans a hard-wrapped message)."""
+        query = self.queries.queries[key]
+        if key in self.results and self.results[key].unknown:
+            return
+        spans = query.spans_lines
         done: set[int] = set()
         for start in starts:
             window = [start]
-            for _ in range(2):
+            for _ in range(2 if spans else 0):
                 prev = block.prev_start(window[0])
                 if prev is None:
                     break
@@ -617,16 +676,19 @@ class _Scan:
                 try:
                     m = query.regex.search(text, timeout=LINE_TIMEOUT_S)
                 except TimeoutError:
-                    result.unknown = (f"regex {query.regex.pattern[:60]!r} timed out on line "
-                                      f"{lines[0].number}")
+                    self.result_of(key).unknown = (f"regex {query.regex.pattern[:60]!r} timed "
+                                                   f"out on line {lines[0].number}")
                     return
                 if m is not None and m.start() <= len(lines[0].message):
                     done.add(head)
-                    self.record(result, head, lines[0], m, block)
+                    self.record(self.result_of(key), head, lines[0], m, block)
                     break
 
-    def slow_query(self, query: Query, result: QueryResult, block: _Block) -> None:
+    def slow_query(self, key: tuple[str, int, frozenset[str] | None], block: _Block) -> None:
         """No prefilter: the exact regex over the block's messages (the pure-Python path)."""
+        query = self.queries.queries[key]
+        if key in self.results and self.results[key].unknown:
+            return
         messages, newlines = block.messages()
         pos = 0
         try:
@@ -638,12 +700,12 @@ class _Scan:
                 start = block.start_of_index(idx)
                 line = block.line(start)
                 if query.counts(line):
-                    self.record(result, start, line, m, block)
+                    self.record(self.result_of(key), start, line, m, block)
                 # One report per line: go on from the next line.
                 pos = newlines[idx] + 1 if idx < len(newlines) else len(messages) + 1
         except TimeoutError:
-            result.unknown = (f"regex {query.regex.pattern[:60]!r} timed out on a "
-                              f"{len(messages):,}-character stretch of the log")
+            self.result_of(key).unknown = (f"regex {query.regex.pattern[:60]!r} timed out on "
+                                           f"a {len(messages):,}-character stretch of the log")
 
     def record(self, result: QueryResult, start: int, line: LogLine, m: Any,
                block: _Block) -> None:
@@ -655,7 +717,10 @@ class _Scan:
         result.count += 1
         result.last.append(hit)
         if len(result.first) < KEEP_FIRST:
-            hit.before = block.before(start, MAX_CONTEXT, self.recent)
+            before, top = block.raw_before(start, MAX_CONTEXT)
+            if top and len(before) < MAX_CONTEXT:  # go on into the block before
+                before = list(self.recent)[len(before) - MAX_CONTEXT:] + before
+            hit.before_raw = before
             result.first.append(hit)
             nxt = block.next_start(start)
             self.waiting.append((hit, len(block.data) if nxt is None else nxt))
@@ -664,10 +729,9 @@ class _Scan:
         """Lines after each kept hit, up to MAX_CONTEXT, as far as this block reaches."""
         still: list[tuple[Hit, int | None]] = []
         for hit, start in self.waiting:  # start None: from the top of this (a later) block
-            for line in block.lines_from(0 if start is None else start,
-                                         MAX_CONTEXT - len(hit.after)):
-                hit.after.append(line)
-            if len(hit.after) < MAX_CONTEXT:
+            hit.after_raw += block.raw_from(0 if start is None else start,
+                                            MAX_CONTEXT - len(hit.after_raw))
+            if len(hit.after_raw) < MAX_CONTEXT:
                 still.append((hit, None))  # go on from the start of the next block
         self.waiting = still
 
@@ -726,32 +790,53 @@ class _Block:
         nxt = self.data.find(b"\n", start) + 1
         return nxt if nxt < len(self.data) else None
 
-    def before(self, start: int, count: int, recent: deque[LogLine]) -> list[LogLine]:
-        """Up to ``count`` non-empty lines before the line at ``start`` (from the previous
-        block's last lines when this block begins first)."""
-        out: list[LogLine] = []
-        prev = self.prev_start(start)
-        while prev is not None and len(out) < count:
-            ln = self.line(prev)
-            if ln.raw.strip():
-                out.insert(0, ln)
-            prev = self.prev_start(prev)
-        if len(out) < count and prev is None:
-            older = list(recent)[-(count - len(out)):]
-            out = older + out
-        return out
-
     def stamped_before(self, start: int) -> LogLine | None:
         """The nearest line before ``start`` in this block that carries a time."""
         prev = self.prev_start(start)
         for _ in range(STAMP_LOOKBACK):
             if prev is None:
                 return None
-            line = self.line(prev)
-            if has_stamp(line):
-                return line
+            if _STAMPED_B.search(self.data, prev, min(prev + 160, self.line_end(prev))):
+                line = self.line(prev)
+                if has_stamp(line):
+                    return line
             prev = self.prev_start(prev)
         return None
+
+    def line_end(self, start: int) -> int:
+        return self.data.find(b"\n", start)
+
+    def raw_before(self, start: int, count: int) -> tuple[list[tuple[int, bytes]], bool]:
+        """Up to ``count`` non-empty lines before the line at ``start`` (``len(data)``: the
+        block's end), as (number, bytes) in order, and whether the block's top was reached."""
+        out: list[tuple[int, bytes]] = []
+        if start >= len(self.data):
+            prev: int | None = self.start_of(len(self.data) - 1)
+            number = self.first + self.count - 1
+        else:
+            prev, number = self.prev_start(start), self.number(start) - 1
+        while prev is not None and len(out) < count:
+            raw = self.data[prev:self.line_end(prev)]
+            if raw.strip():
+                out.insert(0, (number, raw))
+            prev = self.prev_start(prev)
+            number -= 1
+        return out, prev is None
+
+    def raw_from(self, start: int, count: int) -> list[tuple[int, bytes]]:
+        """Up to ``count`` non-empty lines from ``start`` on, as (number, bytes)."""
+        out: list[tuple[int, bytes]] = []
+        if start >= len(self.data) or count <= 0:
+            return out
+        number = self.number(start)
+        pos: int | None = start
+        while pos is not None and len(out) < count:
+            raw = self.data[pos:self.line_end(pos)]
+            if raw.strip():
+                out.append((number, raw))
+            pos = self.next_start(pos)
+            number += 1
+        return out
 
     def lines_from(self, start: int, count: int) -> list[LogLine]:
         """Up to ``count`` non-empty lines from ``start`` on, within this block."""

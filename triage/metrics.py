@@ -155,13 +155,19 @@ class MetricsView:
     exposed: dict[str, str] = field(default_factory=dict)  # logical -> exposed name used
     cache_config: dict[str, str] = field(default_factory=dict)
     error: str | None = None
+    _derived: dict[str, float] | None = field(default=None, repr=False, compare=False)
 
     def quantile(self, name: str, q: float) -> float | None:
         h = self.histograms.get(name)
         return h.quantile(q) if h else None
 
     def derived(self) -> dict[str, float]:
-        """Flat numbers for ``metric:`` pattern leaves and the checklist."""
+        """Flat numbers for ``metric:`` pattern leaves and the checklist (computed once)."""
+        if self._derived is None:
+            self._derived = self._derive()
+        return dict(self._derived)
+
+    def _derive(self) -> dict[str, float]:
         out = dict(self.gauges)
         # One sample is its own maximum: *_max names read the same in both modes.
         out.update({f"{name}_max": value for name, value in self.gauges.items()})

@@ -12,6 +12,7 @@ step says ``unknown``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -452,7 +453,9 @@ def root_cause(ctx: ContainerContext, leaf: RootCauseLeaf) -> list[str]:
     return ["no log text could be read for this container"]
 
 
+@functools.lru_cache(maxsize=4096)
 def log_query(leaf: LogLeaf) -> Query:
+    """The engine's query for a log leaf (the same object every time it is asked for)."""
     levels = None if set(leaf.levels) >= set(LOG_LEVELS) else frozenset(leaf.levels)
     return Query(leaf.regex, levels)
 
