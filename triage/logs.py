@@ -139,12 +139,22 @@ def decode(data: bytes) -> str:
     return text
 
 
-@dataclass(frozen=True)
+class LogReleased(RuntimeError):
+    """A log was read again after its pod's analysis released it: a programming error
+    (every query the steps and the report use is answered by the one scan)."""
+
+
+@dataclass(eq=False)
 class LogSource:
     """Where a log's bytes are: in memory (a live read, bounded) or in a file (a bundle)."""
 
     data: bytes | None = None
     path: Path | None = None
+    released: bool = False
+
+    def release(self) -> None:
+        """Drop the bytes: the log has been scanned and its pod diagnosed."""
+        self.data, self.released = None, True
 
     @classmethod
     def of(cls, text: str | bytes) -> LogSource:
@@ -161,6 +171,8 @@ class LogSource:
             return 0
 
     def blocks(self, size: int = BLOCK_BYTES) -> Iterator[bytes]:
+        if self.released:
+            raise LogReleased(f"log {self.path or '(read live)'} was read after its release")
         if self.data is not None:
             for start in range(0, len(self.data), size):
                 yield self.data[start:start + size]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from triage import checklist
@@ -15,7 +16,10 @@ from triage.selection import triaged_containers
 from triage.snapshot import Obj, Snapshot
 
 
-def analyze(snapshot: Snapshot, pattern_dirs: list[Path] | None = None) -> Report:
+def analyze(snapshot: Snapshot, pattern_dirs: list[Path] | None = None,
+            arrivals: Iterable[Obj] | None = None) -> Report:
+    """The report of a snapshot. ``arrivals``, from a live collector, yields each pod
+    as soon as its reads are in; its analysis starts then, while the others are read."""
     if not any(builtin_dir().glob("*.yaml")):
         # Without its patterns the tool would call every crash healthy.
         raise InputError(f"no built-in finding patterns found at {builtin_dir()}: "
@@ -30,7 +34,7 @@ def analyze(snapshot: Snapshot, pattern_dirs: list[Path] | None = None) -> Repor
         return [ContainerContext(snapshot, pod, c, shared, queries=queries)
                 for c in triaged_containers(pod, snapshot.selector)]
 
-    pods, rule_warnings = classify(snapshot, loaded.patterns, contexts)
+    pods, rule_warnings = classify(snapshot, loaded.patterns, contexts, arrivals)
     steps = checklist.judge(pods, snapshot.failures, loaded.patterns)
     return build(snapshot, pods, steps, warnings + rule_warnings)
 

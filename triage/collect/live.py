@@ -22,12 +22,13 @@ import threading
 import time
 import warnings
 import zlib
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import urllib3
@@ -38,12 +39,14 @@ from kubernetes.config.config_exception import ConfigException
 from triage import __version__, selection, workload
 from triage.collect import ClusterUnreachable, InputError, transport
 from triage.collect.logtail import keep_end, size_label
-from triage.collect.prometheus import ClusterAccess, PrometheusCollector, PrometheusOptions
 from triage.collect.shape import normalize_items
 from triage.logs import LogSource, decode
 from triage.redact import redact_object, redact_text
 from triage.sanitize import one_line
 from triage.snapshot import Obj, ReadFailure, Snapshot, meta
+
+if TYPE_CHECKING:  # httpx and the Prometheus client load only when --prometheus is given
+    from triage.collect.prometheus import ClusterAccess, PrometheusOptions
 
 # kind -> (API path prefix, plural) for namespaced lists
 _NAMESPACED_PATHS = {
@@ -71,6 +74,9 @@ class Options:
     limit_bytes: int = 4 * 1024 * 1024  # of a log's end kept (and limitBytes asked for)
     request_timeout: float = 15.0  # wall time of one request, headers and body
     workers: int = 8
+    # Pods whose reads may run ahead of their analysis: enough to keep every
+    # worker busy, few enough that unanalysed logs stay a bounded amount of memory.
+    read_ahead_pods: int = 16
     metrics: bool = True
     max_json_bytes: int = 128 * 1024 * 1024  # one API answer (a list)
     max_metrics_bytes: int = 16 * 1024 * 1024  # one /metrics page (vLLM's is ~100 KiB)
@@ -226,6 +232,8 @@ _MAX_RETRIES_429 = 3
 
 def cluster_access(conn: Connection) -> ClusterAccess:
     """The API server and the kubeconfig's own credentials, for Prometheus' service proxy."""
+    from triage.collect.prometheus import ClusterAccess
+
     cfg = conn.api.configuration
     headers = {str(s["key"]): str(s["value"]) for s in cfg.auth_settings().values()
                if s.get("in") == "header" and s.get("value")}
@@ -457,6 +465,18 @@ class LiveCollector:
         return f"{prefix}/namespaces/{quote(ns, safe='')}/{plural}"
 
     def collect(self) -> Snapshot:
+        """Everything, read to the end (for a bundle)."""
+        snap = self.begin()
+        with self.reading(snap) as arrivals:
+            for _pod in arrivals:
+                pass
+        return snap
+
+    def begin(self) -> Snapshot:
+        """The snapshot with its pods listed; ``reading`` reads the rest into it.
+
+        Raises ClusterUnreachable when the pod list cannot be read: without it
+        there is nothing to triage."""
         ns = None if self.opts.all_namespaces else self.opts.namespace
         snap = Snapshot(
             context=self.conn.context,
@@ -467,42 +487,99 @@ class LiveCollector:
         )
         self.progress(f"listing pods in {ns or 'all namespaces'}")
         pods = self._list_pods(ns, snap.notes)
-        chosen = selection.select_pods(pods, self.opts.selector)
-        snap.objects["pods"] = [redact_object(p) for p in chosen]
+        snap.objects["pods"] = [redact_object(p) for p in selection.select_pods(
+            pods, self.opts.selector)]
+        return snap
 
-        jobs: list[tuple[str, Callable[[], None]]] = []
-        for kind, (prefix, plural) in _NAMESPACED_PATHS.items():
-            jobs.append((kind, self._lister(snap, kind, self._ns_path(prefix, plural, ns), ns)))
-        jobs += self._node_jobs(snap, chosen)
-        jobs += self._configmap_jobs(snap, chosen)
-        for pod in chosen:
-            jobs += self._log_jobs(snap, pod)
-            if self.opts.metrics:
-                jobs += self._metrics_jobs(snap, pod)
-        done = 0
+    @contextmanager
+    def reading(self, snap: Snapshot) -> Iterator[Iterator[Obj]]:
+        """Start reading everything else into ``snap``; the iterator yields each pod
+        once its own reads (logs, /metrics) and every shared read (lists, nodes,
+        ConfigMaps, Prometheus) are in, so its analysis can start while other pods
+        are read. Once it is exhausted every read has ended and the snapshot is
+        complete; leaving early (an error) ends the reads in flight.
+
+        Only a window of pods is read ahead of the consumer: a slow consumer holds a
+        bounded number of unanalysed logs in memory.
+        """
+        ns = snap.namespace
+        chosen = snap.pods()
+        shared: list[Callable[[], None]] = [
+            self._lister(snap, kind, self._ns_path(prefix, plural, ns), ns)
+            for kind, (prefix, plural) in _NAMESPACED_PATHS.items()]
+        shared += self._node_jobs(snap, chosen)
+        shared += self._configmap_jobs(snap, chosen)
+        per_pod = [self._log_jobs(snap, pod) + (self._metrics_jobs(snap, pod)
+                                                 if self.opts.metrics else [])
+                   for pod in chosen]
+        total = len(shared) + sum(len(jobs) for jobs in per_pod)
+        ahead = max(1, self.opts.read_ahead_pods)
         pool = ThreadPoolExecutor(max_workers=self.opts.workers)
-        try:
-            futures = [pool.submit(fn) for _, fn in jobs]
-            for fut in futures:
+        side = ThreadPoolExecutor(max_workers=1)  # Prometheus: its own queries, in turn
+        # pod index -> its reads, submitted at most `ahead` pods before the consumer
+        pending: dict[int, list[Future[None]]] = {}
+        submitted = 0
+
+        def fill() -> None:
+            nonlocal submitted
+            while submitted < len(chosen) and len(pending) < ahead:
+                pending[submitted] = [pool.submit(fn) for fn in per_pod[submitted]]
+                submitted += 1
+
+        def arrive() -> Iterator[Obj]:
+            done = 0
+            for fut in shared_futures:
                 fut.result()
                 done += 1
-                self.progress(f"read {done}/{len(jobs)}")
+                self.progress(f"read {done}/{total}")
+            if prom_future is not None:
+                prom_future.result()
+            while pending:
+                # The first pod whose reads are all in; else wait for any read.
+                ready = next((i for i, futs in pending.items() if all(f.done() for f in futs)),
+                             None)
+                if ready is None:
+                    wait([f for futs in pending.values() for f in futs],
+                         return_when=FIRST_COMPLETED)
+                    continue
+                for fut in pending.pop(ready):
+                    fut.result()
+                    done += 1
+                self.progress(f"read {done}/{total}")
+                fill()
+                yield chosen[ready]
+            pool.shutdown(wait=True)
+            side.shutdown(wait=True)
+            # Keep the order of the API's lists stable for reproducible reports.
+            snap.failures.sort(key=lambda f: (f.kind, f.what))
+            snap.notes.sort()
+
+        try:
+            shared_futures = [pool.submit(fn) for fn in shared]
+            prom_future = side.submit(self._prometheus, snap) \
+                if self.opts.prometheus is not None else None
+            fill()
+            arrivals = arrive()
+            yield arrivals
+            for _pod in arrivals:
+                pass  # a consumer that stopped early still leaves a complete snapshot
         except BaseException:
-            # Interrupted (Ctrl-C, SIGTERM): drop what has not started and end
-            # the requests in flight now, so the process exits promptly.
+            # Interrupted (Ctrl-C, SIGTERM) or the analysis failed: drop what has
+            # not started and end the requests in flight now, so the process exits
+            # promptly.
             pool.shutdown(wait=False, cancel_futures=True)
+            side.shutdown(wait=False, cancel_futures=True)
             transport.WATCHDOG.kill_all()
             raise
-        pool.shutdown(wait=True)
-        if self.opts.prometheus is not None:
-            prom = self.opts.prometheus
-            if prom.url == "auto":
-                prom = replace(prom, cluster=cluster_access(self.conn), namespace_hint=ns)
-            PrometheusCollector(prom, self.progress).collect(snap)
-        # Keep the order of the API's lists stable for reproducible reports.
-        snap.failures.sort(key=lambda f: (f.kind, f.what))
-        snap.notes.sort()
-        return snap
+
+    def _prometheus(self, snap: Snapshot) -> None:
+        from triage.collect.prometheus import PrometheusCollector
+
+        prom = self.opts.prometheus
+        assert prom is not None
+        if prom.url == "auto":
+            prom = replace(prom, cluster=cluster_access(self.conn), namespace_hint=snap.namespace)
+        PrometheusCollector(prom, self.progress).collect(snap)
 
     def _list_pods(self, ns: str | None, notes: list[str]) -> list[Obj]:
         path = self._ns_path("/api/v1", "pods", ns)
@@ -554,7 +631,7 @@ class LiveCollector:
                 kind, items if isinstance(items, list) else [], snap.notes)]
         return run
 
-    def _node_jobs(self, snap: Snapshot, pods: list[Obj]) -> list[tuple[str, Callable[[], None]]]:
+    def _node_jobs(self, snap: Snapshot, pods: list[Obj]) -> list[Callable[[], None]]:
         names = sorted({str(workload.pod_spec(p).get("nodeName")) for p in pods
                         if workload.pod_spec(p).get("nodeName")})
         pending = any(not workload.pod_spec(p).get("nodeName") for p in pods)
@@ -589,11 +666,11 @@ class LiveCollector:
             return run
 
         if pending:
-            return [("nodes", list_all)]
-        return [("nodes", read_one(n)) for n in names]
+            return [list_all]
+        return [read_one(n) for n in names]
 
     def _configmap_jobs(self, snap: Snapshot,
-                        pods: list[Obj]) -> list[tuple[str, Callable[[], None]]]:
+                        pods: list[Obj]) -> list[Callable[[], None]]:
         """Only ConfigMaps a vLLM container mounts (a --config file may live there)."""
         wanted: set[tuple[str, str]] = set()
         for pod in pods:
@@ -615,11 +692,11 @@ class LiveCollector:
                     snap.failures.append(ReadFailure(f"configmap {ns}/{name}", exc.reason,
                                                      "configmaps", (ns, name)))
             return run
-        return [("configmaps", read(ns, name)) for ns, name in sorted(wanted)]
+        return [read(ns, name) for ns, name in sorted(wanted)]
 
-    def _log_jobs(self, snap: Snapshot, pod: Obj) -> list[tuple[str, Callable[[], None]]]:
+    def _log_jobs(self, snap: Snapshot, pod: Obj) -> list[Callable[[], None]]:
         ns, name = str(meta(pod).get("namespace")), str(meta(pod).get("name"))
-        jobs: list[tuple[str, Callable[[], None]]] = []
+        jobs: list[Callable[[], None]] = []
         for container in selection.triaged_containers(pod, self.opts.selector):
             cname = str(container.get("name"))
             status = workload.container_status(pod, cname)
@@ -629,7 +706,7 @@ class LiveCollector:
             if status.get("lastState", {}).get("terminated") or status.get("restartCount"):
                 streams.append("previous")
             for stream in streams:
-                jobs.append(("logs", self._log_reader(snap, ns, name, cname, stream)))
+                jobs.append(self._log_reader(snap, ns, name, cname, stream))
         return jobs
 
     def _log_reader(self, snap: Snapshot, ns: str, pod: str, container: str,
@@ -714,7 +791,7 @@ class LiveCollector:
         return lo_body, (f"read the last {lo} line(s); the {want}-line tail is more than "
                          f"{cap_mib} MiB")
 
-    def _metrics_jobs(self, snap: Snapshot, pod: Obj) -> list[tuple[str, Callable[[], None]]]:
+    def _metrics_jobs(self, snap: Snapshot, pod: Obj) -> list[Callable[[], None]]:
         ns, name = str(meta(pod).get("namespace")), str(meta(pod).get("name"))
         if (pod.get("status") or {}).get("phase") != "Running":
             return []
@@ -736,4 +813,4 @@ class LiveCollector:
                                                  exc.reason, "metrics", (ns, name)))
                 return
             snap.metrics[(ns, name)] = decode(body)
-        return [("metrics", run)]
+        return [run]

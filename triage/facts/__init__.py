@@ -156,6 +156,15 @@ class ContainerContext:
                 out[stream] = scan(source, self.queries)
         return out
 
+    def release_logs(self) -> None:
+        """Scan the logs (if nothing asked yet) and drop their bytes: what the steps
+        and the report read from a log is in the scan's results."""
+        _ = self._logs
+        for stream in LOG_STREAMS:
+            source = self.snapshot.log(self.namespace, self.pod_name, self.name, stream)
+            if source is not None:
+                source.release()
+
     def log(self, stream: str) -> LogIndex | None:
         """The scanned log of a stream; None when it was not read."""
         index = self._logs.get(stream)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -596,17 +596,28 @@ def warn_when(evaluator: Evaluator, patterns: tuple[Pattern, ...], diag: PodDiag
 
 
 def classify(snapshot: Snapshot, patterns: tuple[Pattern, ...],
-             contexts: Callable[[Obj], list[ContainerContext]]) -> tuple[list[PodDiagnosis],
-                                                                        list[str]]:
-    """Every triaged pod of the snapshot, diagnosed."""
-    warnings: list[str] = []
-    evaluator = Evaluator(warnings)
-    pods: list[PodDiagnosis] = []
-    for pod in snapshot.pods():
+             contexts: Callable[[Obj], list[ContainerContext]],
+             arrivals: Iterable[Obj] | None = None) -> tuple[list[PodDiagnosis], list[str]]:
+    """Every triaged pod of the snapshot, diagnosed, in the snapshot's order.
+
+    ``arrivals`` yields the pods as their reads come in (a live scan); each is
+    diagnosed then and its log bytes released, so memory holds only the logs
+    still being read. Without it, the snapshot's pods in order.
+    """
+    order = {id(pod): i for i, pod in enumerate(snapshot.pods())}
+    done: dict[int, tuple[PodDiagnosis, list[str]]] = {}
+    for pod in snapshot.pods() if arrivals is None else arrivals:
+        warnings: list[str] = []
         diag = PodDiagnosis(pod, contexts(pod))
-        diagnose(evaluator, patterns, diag)
-        pods.append(diag)
-    return pods, warnings
+        diagnose(Evaluator(warnings), patterns, diag)
+        for ctx in diag.contexts:
+            ctx.release_logs()
+        done[order[id(pod)]] = (diag, warnings)
+    # Warnings in the snapshot's order, each once, whatever order the pods came in.
+    merged: list[str] = []
+    for _, (_, warnings) in sorted(done.items()):
+        merged += [w for w in warnings if w not in merged]
+    return [diag for _, (diag, _) in sorted(done.items())], merged
 
 
 def verdict_of(f: Finding) -> Verdict | None:
