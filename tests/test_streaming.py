@@ -107,3 +107,16 @@ def test_collect_reads_everything_before_it_returns(tmp_path: Path) -> None:
     pods = {str(meta(p)["name"]) for p in snap.pods()}
     assert {k[1] for k in snap.logs} == pods
     assert not any(source.released for source in snap.logs.values())
+
+
+def test_waiting_for_reads_does_not_spin(tmp_path: Path) -> None:
+    """Waiting on a pod with one read done and one under way once burned a core
+    (and the interpreter lock the read threads need)."""
+    with replay(_namespace(tmp_path, 12), tmp_path, latency=0.1) as (_server, kc):
+        # Few workers for many pods ahead: pods sit with some reads done for long.
+        collector = LiveCollector(connect(str(kc), None, 10), Options(
+            namespace=synthetic.NS, read_ahead_pods=6, workers=2))
+        wall, cpu = time.monotonic(), time.process_time()
+        collector.collect()
+        wall, cpu = time.monotonic() - wall, time.process_time() - cpu
+    assert cpu < wall / 2, f"{cpu:.2f} s of CPU in {wall:.2f} s of waiting on reads"

@@ -23,15 +23,15 @@ import regex
 import typer
 from rich.console import Console
 
-from triage import __version__, pipeline
+from triage import __version__
 from triage.collect import CollectError, InputError
 from triage.redact import redact_text
-from triage.report import Report, writers
 from triage.sanitize import sanitize
 
 if TYPE_CHECKING:
     from triage.collect.live import LiveCollector
     from triage.collect.prometheus import PrometheusOptions
+    from triage.report import Report
 
 # 1 comes from the report (pipeline.exit_code), 3 from ClusterUnreachable.
 EXIT_OK, EXIT_USAGE = 0, 2
@@ -146,6 +146,8 @@ def _guard(debug: bool) -> Iterator[None]:
 
 
 def _emit(report: Report, output: Output, output_file: Path | None) -> None:
+    from triage.report import writers
+
     render = writers()
     if output.value not in render:
         _fail(f"output format {output.value!r} is not available in this build", EXIT_USAGE)
@@ -341,11 +343,10 @@ def scan(
                                         selector, request_timeout, tail_lines, tick, prom)
             snap = collector.begin()
             # Each pod is analysed as soon as its reads are in, while the others are read.
-            # The analysis holds the interpreter lock; a read thread whose answer has
-            # come waits for it at most this long (the default 5 ms costs a 100-pod
-            # scan about a fifth of its time).
-            sys.setswitchinterval(0.001)
             with collector.reading(snap) as arrivals:
+                # Loaded now, while the first reads are under way.
+                from triage import pipeline
+
                 report = pipeline.analyze(snap, list(patterns or []), arrivals)
         _emit(report, output, output_file)
     raise typer.Exit(pipeline.exit_code(report))
@@ -400,6 +401,7 @@ def analyze(
     debug: DebugOpt = False,
 ) -> None:
     """Produce the report from a saved bundle, with no cluster."""
+    from triage import pipeline
     from triage.collect import bundle
 
     with _guard(debug):

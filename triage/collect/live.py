@@ -74,9 +74,11 @@ class Options:
     limit_bytes: int = 4 * 1024 * 1024  # of a log's end kept (and limitBytes asked for)
     request_timeout: float = 15.0  # wall time of one request, headers and body
     workers: int = 8
-    # Pods whose reads may run ahead of their analysis: enough to keep every
-    # worker busy, few enough that unanalysed logs stay a bounded amount of memory.
-    read_ahead_pods: int = 16
+    # Pods whose reads may run ahead of their analysis: enough to keep every worker
+    # busy while the analysis loads, few enough that the logs read and not yet
+    # analysed stay bounded (typically a few MiB; at most read_ahead_pods x 2 x
+    # limit_bytes per container).
+    read_ahead_pods: int = 32
     metrics: bool = True
     max_json_bytes: int = 128 * 1024 * 1024  # one API answer (a list)
     max_metrics_bytes: int = 16 * 1024 * 1024  # one /metrics page (vLLM's is ~100 KiB)
@@ -499,8 +501,8 @@ class LiveCollector:
         are read. Once it is exhausted every read has ended and the snapshot is
         complete; leaving early (an error) ends the reads in flight.
 
-        Only a window of pods is read ahead of the consumer: a slow consumer holds a
-        bounded number of unanalysed logs in memory.
+        Reads run only ``read_ahead_pods`` ahead of the consumer: a slow consumer
+        holds a bounded amount of unanalysed logs in memory.
         """
         ns = snap.namespace
         chosen = snap.pods()
@@ -509,16 +511,16 @@ class LiveCollector:
             for kind, (prefix, plural) in _NAMESPACED_PATHS.items()]
         shared += self._node_jobs(snap, chosen)
         shared += self._configmap_jobs(snap, chosen)
-        per_pod = [self._log_jobs(snap, pod) + (self._metrics_jobs(snap, pod)
-                                                 if self.opts.metrics else [])
+        per_pod = [[self._log_reader(snap, *key) for key in self._log_streams(pod)]
+                   + (self._metrics_jobs(snap, pod) if self.opts.metrics else [])
                    for pod in chosen]
         total = len(shared) + sum(len(jobs) for jobs in per_pod)
-        ahead = max(1, self.opts.read_ahead_pods)
         pool = ThreadPoolExecutor(max_workers=self.opts.workers)
         side = ThreadPoolExecutor(max_workers=1)  # Prometheus: its own queries, in turn
         # pod index -> its reads, submitted at most `ahead` pods before the consumer
         pending: dict[int, list[Future[None]]] = {}
         submitted = 0
+        ahead = max(1, self.opts.read_ahead_pods)
 
         def fill() -> None:
             nonlocal submitted
@@ -538,8 +540,8 @@ class LiveCollector:
                 # The first pod whose reads are all in; else wait for any read.
                 ready = next((i for i, futs in pending.items() if all(f.done() for f in futs)),
                              None)
-                if ready is None:
-                    wait([f for futs in pending.values() for f in futs],
+                if ready is None:  # wait for a read still under way (not spin on done ones)
+                    wait([f for futs in pending.values() for f in futs if not f.done()],
                          return_when=FIRST_COMPLETED)
                     continue
                 for fut in pending.pop(ready):
@@ -694,20 +696,18 @@ class LiveCollector:
             return run
         return [read(ns, name) for ns, name in sorted(wanted)]
 
-    def _log_jobs(self, snap: Snapshot, pod: Obj) -> list[Callable[[], None]]:
+    def _log_streams(self, pod: Obj) -> list[tuple[str, str, str, str]]:
+        """(namespace, pod, container, stream) of every log of the pod there is to read."""
         ns, name = str(meta(pod).get("namespace")), str(meta(pod).get("name"))
-        jobs: list[Callable[[], None]] = []
+        keys: list[tuple[str, str, str, str]] = []
         for container in selection.triaged_containers(pod, self.opts.selector):
             cname = str(container.get("name"))
             status = workload.container_status(pod, cname)
-            streams = []
             if status.get("state", {}).get("running") or status.get("state", {}).get("terminated"):
-                streams.append("current")
+                keys.append((ns, name, cname, "current"))
             if status.get("lastState", {}).get("terminated") or status.get("restartCount"):
-                streams.append("previous")
-            for stream in streams:
-                jobs.append(self._log_reader(snap, ns, name, cname, stream))
-        return jobs
+                keys.append((ns, name, cname, "previous"))
+        return keys
 
     def _log_reader(self, snap: Snapshot, ns: str, pod: str, container: str,
                     stream: str) -> Callable[[], None]:
