@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -69,6 +70,16 @@ def replay(fixture: str | Path, tmp_path: Path, token: str | None = None, **serv
         yield server, kubeconfig
     finally:
         server.stop()
+
+
+def need(binary: str) -> str:
+    """The path of a binary the test needs: skip without it, unless in CI, where it fails."""
+    path = shutil.which(binary)
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{binary} is not installed; .ci/run installs it")
+        pytest.skip(f"{binary} is not installed")
+    return path
 
 
 @pytest.fixture

@@ -8,8 +8,6 @@ nothing, keeps its data in a temporary directory and is stopped by the test.
 
 from __future__ import annotations
 
-import os
-import shutil
 import socket
 import subprocess
 import time
@@ -18,19 +16,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
-import pytest
 
+from tests.conftest import need
 from tests.prometheus_history import SCENARIOS, openmetrics
-
-
-def need(binary: str) -> str:
-    """The path of a binary the test needs: skip without it, unless in CI, where it fails."""
-    path = shutil.which(binary)
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{binary} is not installed; .ci/run installs it (apt-get)")
-        pytest.skip(f"{binary} is not installed")
-    return path
 
 
 def free_port() -> int:

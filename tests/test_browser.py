@@ -21,8 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import FIXTURES, replay_with_prometheus, run_cli
-from tests.promserver import need
+from tests.conftest import FIXTURES, need, replay_with_prometheus, run_cli
 from tests.test_reports import hostile, parse
 from triage.report import html as html_writer
 from triage.results import Report

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import FIXTURES, replay
+from tests.conftest import FIXTURES, need, replay
 from tests.fixturekit import (
     CUDA_OOM_POD,
     METRICS_TEXT,
@@ -34,7 +34,12 @@ from tests.fixturekit import (
 from tests.kubeapi import KubeAPIServer
 
 KUBECTL = shutil.which("kubectl")
-pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
+
+
+@pytest.fixture(autouse=True)
+def _kubectl() -> None:
+    need("kubectl")  # skipped without it, except in CI, where it fails
+
 
 NS = "llm"
 HEALTHY = "vllm-llama-7d9f8b6c5d-m2x4q"
