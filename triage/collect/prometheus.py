@@ -30,7 +30,7 @@ import json
 import math
 import ssl
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -579,27 +579,26 @@ def _pod_values(by_model: dict[str, dict[str, float]],
     return dict(sorted(out.items()))
 
 
-def _vector(data: Any) -> list[tuple[dict[str, str], float | None]]:
-    if not isinstance(data, dict) or data.get("resultType") != "vector":
-        return []
-    out = []
+def _results(data: Any, kind: str) -> Iterator[tuple[dict[str, str], dict[str, Any]]]:
+    """(labels, item) of each series of a query answer of this resultType; others none."""
+    if not isinstance(data, dict) or data.get("resultType") != kind:
+        return
     for item in data.get("result") or []:
-        if not isinstance(item, dict):
-            continue
-        labels = {str(k): str(v) for k, v in (item.get("metric") or {}).items()}
+        if isinstance(item, dict):
+            yield {str(k): str(v) for k, v in (item.get("metric") or {}).items()}, item
+
+
+def _vector(data: Any) -> list[tuple[dict[str, str], float | None]]:
+    out = []
+    for labels, item in _results(data, "vector"):
         value = item.get("value") or [None, None]
         out.append((labels, _number(value[1] if len(value) > 1 else None)))
     return out
 
 
 def _matrix(data: Any) -> list[tuple[dict[str, str], list[tuple[float, float]]]]:
-    if not isinstance(data, dict) or data.get("resultType") != "matrix":
-        return []
     out = []
-    for item in data.get("result") or []:
-        if not isinstance(item, dict):
-            continue
-        labels = {str(k): str(v) for k, v in (item.get("metric") or {}).items()}
+    for labels, item in _results(data, "matrix"):
         points = []
         for pair in item.get("values") or []:
             t, v = _number(pair[0]), _number(pair[1])

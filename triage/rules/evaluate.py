@@ -488,6 +488,17 @@ def _state(outcomes: list[Outcome]) -> Truth:
     return Truth.FALSE
 
 
+def _evidence(evaluator: Evaluator, pattern: Pattern, ctx: ContainerContext,
+              diag: PodDiagnosis, outcome: Outcome) -> list[str]:
+    """A finding's evidence: what made its rule true, then what its ``show`` leaves add."""
+    evidence = list(outcome.evidence)
+    for extra in pattern.show:
+        shown = evaluator.evaluate(extra, ctx, diag, pattern.id)
+        if shown.true:
+            evidence += [e for e in shown.evidence if e not in evidence]
+    return evidence
+
+
 def apply(evaluator: Evaluator, pattern: Pattern, diag: PodDiagnosis) -> None:
     """Evaluate one pattern on every triaged container of the pod."""
     outcomes: list[Outcome] = []
@@ -500,11 +511,7 @@ def apply(evaluator: Evaluator, pattern: Pattern, diag: PodDiagnosis) -> None:
             continue
         if not outcome.true:
             continue
-        evidence = list(outcome.evidence)
-        for extra in pattern.show:
-            shown = evaluator.evaluate(extra, ctx, diag, pattern.id)
-            if shown.true:
-                evidence += [e for e in shown.evidence if e not in evidence]
+        evidence = _evidence(evaluator, pattern, ctx, diag, outcome)
         existing = next((i for i, f in enumerate(diag.findings) if f.id == pattern.id), None)
         if existing is not None:
             old = diag.findings[existing]
@@ -581,11 +588,7 @@ def warn_when(evaluator: Evaluator, patterns: tuple[Pattern, ...], diag: PodDiag
                 continue
             if not outcome.true:
                 continue
-            evidence = list(outcome.evidence)
-            for extra in pattern.show:
-                shown = evaluator.evaluate(extra, ctx, diag, pattern.id)
-                if shown.true:
-                    evidence += [e for e in shown.evidence if e not in evidence]
+            evidence = _evidence(evaluator, pattern, ctx, diag, outcome)
             diag.findings.append(Finding(
                 id=pattern.id, severity=Severity.WARNING, title=pattern.title,
                 step=pattern.step, container=ctx.name, evidence=tuple(evidence),
