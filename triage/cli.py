@@ -300,7 +300,7 @@ def _live_collector(namespace: str | None, all_namespaces: bool, kubeconfig: str
                     context: str | None, selector: str | None, request_timeout: str,
                     tail_lines: int, progress: Callable[[str], None],
                     prometheus: PrometheusArgs | None = None) -> LiveCollector:
-    # The kubernetes client takes half a second to import; analyze never needs it.
+    # The kubernetes client takes a fifth of a second to import; analyze never needs it.
     from triage.collect.live import LiveCollector, Options, connect
 
     timeout = parse_duration(request_timeout)
