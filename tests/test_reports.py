@@ -124,7 +124,7 @@ def test_markdown_content(name: str) -> None:
     report = fixture_report(name)
     text = md_writer.render(Report.from_document(report), False)
     first = text.splitlines()[0]
-    assert ("FAIL" if report["verdict"] == "fail" else "PASS") in first
+    assert report["verdict"].upper() in first
     # one pod table row per pod, the checklist table with all 10 steps
     for pod in report["pods"]:
         row = next(line for line in text.splitlines() if pod["name"] in line
@@ -293,3 +293,22 @@ def test_output_file_any_format(fmt: str, tmp_path: Path) -> None:
     expected = {"json": '"schema": "vllm-triage/report/v1"', "html": "<!DOCTYPE html>",
                 "table": "10-step checklist"}[fmt]
     assert expected in text and "10-step checklist" in run.stdout
+
+
+@pytest.mark.parametrize(("name", "verdict"), [
+    ("cuda-oom", "fail"), ("request-queueing", "warn"), ("rollout-one-change", "unknown"),
+    ("well-sized-healthy", "pass")])
+def test_the_headline_says_pass_only_when_every_step_that_applies_passed(
+        name: str, verdict: str) -> None:
+    """A report with a step to review or one that could not be judged is not headed
+    PASS in green: the exit code stays 0 for them, the headline does not reassure."""
+    report = fixture_report(name)
+    assert report["verdict"] == verdict
+    steps = {s["verdict"] for s in report["checklist"]}
+    assert (verdict == "pass") == (steps <= {"pass", "n/a"})
+    if verdict == "unknown":
+        assert "could not be judged: 5" in report["summary"]
+    doc = Report.from_document(report)
+    assert f'class="verdict {verdict}">{verdict.upper()}<' in html_writer.render(doc, False)
+    assert md_writer.render(doc, False).splitlines()[0].startswith(
+        f"### vLLM triage: {md_writer.VERDICT_MARK[verdict].upper()}")

@@ -60,7 +60,7 @@ def build(snapshot: Snapshot, pods: list[PodDiagnosis], steps: list[StepResult],
         context=snapshot.context,
         namespace=snapshot.namespace,
         selector=snapshot.selector,
-        verdict=Verdict.FAIL if failing else Verdict.PASS,
+        verdict=_overall(failing, steps),
         summary=_summary(results, steps),
         pods=results,
         checklist=tuple(steps),
@@ -93,9 +93,22 @@ def _summary(pods: tuple[PodResult, ...], steps: list[StepResult]) -> str:
         return (f"{len(pods)} vLLM pod(s); critical: {', '.join(ids)}; failing steps: "
                 f"{', '.join(failing) or 'none'}")
     warn = [str(s.step) for s in steps if s.verdict is Verdict.WARN]
+    unknown = [str(s.step) for s in steps if s.verdict is Verdict.UNKNOWN]
     return (f"{len(pods)} vLLM pod(s); no critical finding"
             + (f"; failing steps: {', '.join(failing)}" if failing else "")
-            + (f"; steps to review: {', '.join(warn)}" if warn else ""))
+            + (f"; steps to review: {', '.join(warn)}" if warn else "")
+            + (f"; steps that could not be judged: {', '.join(unknown)}" if unknown else ""))
+
+
+def _overall(failing: bool, steps: list[StepResult]) -> Verdict:
+    """fail, else warn, else unknown when a step could not be judged: the headline
+    says pass only when every step that applies passed."""
+    if failing:
+        return Verdict.FAIL
+    for verdict in (Verdict.WARN, Verdict.UNKNOWN):
+        if any(s.verdict is verdict for s in steps):
+            return verdict
+    return Verdict.PASS
 
 
 Writer = Callable[[Report, bool], str]

@@ -29,6 +29,7 @@ h3 { font-size: 1em; margin: 16px 0 6px; }
 .verdict { display: inline-block; padding: 2px 10px; border-radius: 4px; color: #fff;
   font-weight: 700; letter-spacing: .03em; }
 .verdict.fail { background: var(--fail); } .verdict.pass { background: var(--pass); }
+.verdict.warn { background: var(--warn); } .verdict.unknown { background: var(--unknown); }
 .badge { display: inline-block; padding: 0 8px; border-radius: 10px; font-size: .85em;
   font-weight: 600; border: 1px solid currentColor; white-space: nowrap; }
 .v-fail, .s-critical { color: var(--fail); } .v-warn, .s-warning { color: var(--warn); }
@@ -106,7 +107,7 @@ def render(report: Report, color: bool = False) -> str:
         "</head>",
         "<body>",
         "<header>",
-        f'<h1>vLLM triage <span class="verdict {"fail" if verdict == "fail" else "pass"}">'
+        f'<h1>vLLM triage <span class="verdict {verdict}">'
         f"{e(verdict.upper())}</span></h1>",
         f'<p class="summary">{e(report.summary)}</p>',
         f'<p class="muted">namespace <code>{e(ns)}</code> · context '

@@ -61,7 +61,7 @@ def utc(stamp: str | None) -> str:
 def render(report: Report, color: bool = False) -> str:
     out: list[str] = []
     ns = report.namespace or "all namespaces"
-    mark = "❌ FAIL" if report.failing else "✅ PASS"
+    mark = VERDICT_MARK[report.verdict.value].upper()
     out.append(f"### vLLM triage: {mark} ({inline(ns)}): {inline(report.summary)}")
     out.append("")
 

@@ -31,8 +31,7 @@ def render(report: Report, color: bool = False) -> str:
     head.append(f"{ns}", style="bold cyan")
     head.append(f"  context {report.context or '-'}  at {report.generated_at}")
     console.print(head)
-    verdict_style = "bold red" if report.failing else "bold green"
-    console.print(Text(report.summary, style=verdict_style))
+    console.print(Text(report.summary, style=VERDICT_STYLE[report.verdict.value]))
     console.print()
 
     for pod in report.pods:
