@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from triage.collect.live import LiveCollector
     from triage.collect.prometheus import PrometheusOptions
     from triage.report import Report
+    from triage.watch.cycle import ClusterWatch
 
 # 1 comes from the report (pipeline.exit_code), 3 from ClusterUnreachable.
 EXIT_OK, EXIT_USAGE = 0, 2
@@ -218,6 +219,11 @@ KubeconfigOpt = Annotated[str | None, typer.Option(
     "--kubeconfig", help="Path to the kubeconfig file (default: $KUBECONFIG, ~/.kube/config, "
     "or the in-cluster service account).")]
 ContextOpt = Annotated[str | None, typer.Option("--context", help="Kubeconfig context to use.")]
+ContextsOpt = Annotated[list[str] | None, typer.Option(
+    "--context", help="Kubeconfig context to use; repeat it to read several clusters in "
+    "parallel into one report with a section per cluster.")]
+AllContextsOpt = Annotated[bool, typer.Option(
+    "--all-contexts", help="Read every context of the kubeconfig (one section per cluster).")]
 SelectorOpt = Annotated[str | None, typer.Option(
     "-l", "--selector", help="Label selector for the vLLM pods (e.g. app=vllm); selected pods "
     "are triaged even when their image does not name vLLM.")]
@@ -317,7 +323,8 @@ def scan(
     namespace: NamespaceOpt = None,
     all_namespaces: AllNsOpt = False,
     kubeconfig: KubeconfigOpt = None,
-    context: ContextOpt = None,
+    context: ContextsOpt = None,
+    all_contexts: AllContextsOpt = False,
     selector: SelectorOpt = None,
     output: Annotated[Output, typer.Option("-o", "--output", help="Report format.")] = Output.table,
     output_file: OutputFileOpt = None,
@@ -337,9 +344,14 @@ def scan(
     prom = PrometheusArgs(prometheus, since, prometheus_token, prometheus_user,
                           prometheus_password, prometheus_ca_file,
                           prometheus_insecure_skip_tls_verify)
+    contexts = list(dict.fromkeys(context or []))
+    if all_contexts or len(contexts) > 1:
+        _scan_clusters(contexts, all_contexts, namespace, all_namespaces, kubeconfig, selector,
+                       output, output_file, request_timeout, tail_lines, patterns, prom, debug)
     with _guard(debug):
         with _progress() as tick:
-            collector = _live_collector(namespace, all_namespaces, kubeconfig, context,
+            collector = _live_collector(namespace, all_namespaces, kubeconfig,
+                                        contexts[0] if contexts else None,
                                         selector, request_timeout, tail_lines, tick, prom)
             snap = collector.begin()
             # Each pod is analysed as soon as its reads are in, while the others are read.
@@ -350,6 +362,47 @@ def scan(
                 report = pipeline.analyze(snap, list(patterns or []), arrivals)
         _emit(report, output, output_file)
     raise typer.Exit(pipeline.exit_code(report))
+
+
+def _scan_clusters(contexts: list[str], all_contexts: bool, namespace: str | None,
+                   all_namespaces: bool, kubeconfig: str | None, selector: str | None,
+                   output: Output, output_file: Path | None, request_timeout: str,
+                   tail_lines: int, patterns: list[Path] | None, prom: PrometheusArgs,
+                   debug: bool) -> None:
+    """scan over several clusters: read in parallel, one report with a section each."""
+    from triage import fleet
+    from triage.report.clusters import render
+
+    with _guard(debug):
+        if all_contexts:
+            from triage.collect.live import list_contexts
+
+            if contexts:
+                raise InputError("give either --context or --all-contexts, not both")
+            contexts = list_contexts(kubeconfig)
+
+        def make(ctx: str) -> LiveCollector:
+            return _live_collector(namespace, all_namespaces, kubeconfig, ctx, selector,
+                                   request_timeout, tail_lines, lambda _msg: None, prom)
+
+        with _progress() as tick:
+            tick(f"{len(contexts)} clusters")
+            sections = fleet.scan_contexts(contexts, make, list(patterns or []))
+        for s in sections:
+            if s.report is None:
+                _say(f"vllm-triage: warning: cluster {s.context}: {s.error}")
+        if output_file is not None:
+            try:
+                write_atomically(output_file, render(sections, output.value).encode("utf-8"))
+            except OSError as exc:
+                _fail(f"cannot write {output_file}: {exc.strerror or exc}", EXIT_USAGE)
+            _say(f"report written to {output_file}")
+            sys.stdout.write(render(sections, "table", _use_color()))
+        else:
+            sys.stdout.write(render(sections, output.value,
+                                    output is Output.table and _use_color()))
+        sys.stdout.flush()
+    raise typer.Exit(fleet.exit_code(sections))
 
 
 @app.command(epilog=EPILOG)
@@ -389,6 +442,114 @@ def collect(
         failures = len(snap.failures)
         _say(f"bundle written to {output}"
              + (f" ({failures} read(s) failed, listed inside)" if failures else ""))
+
+
+WATCH_EPILOG = """\
+Examples:
+
+\b
+  vllm-triage watch -n llm                      # every 60s and on a restart; :8080
+  vllm-triage watch -A -l app=vllm --interval 2m --listen 127.0.0.1:9090
+  vllm-triage watch --context prod-a --context prod-b   # one loop per cluster
+  kubectl apply -k deploy/watch                 # in the cluster, with alerts
+
+\b
+Serves /metrics (Prometheus), /report (HTML), /report.json, /report.md,
+/healthz and /readyz. SIGTERM stops it cleanly (exit 0).
+"""
+
+
+@app.command(epilog=WATCH_EPILOG)
+def watch(
+    namespace: NamespaceOpt = None,
+    all_namespaces: AllNsOpt = False,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextsOpt = None,
+    all_contexts: AllContextsOpt = False,
+    selector: SelectorOpt = None,
+    interval: Annotated[str, typer.Option(
+        "--interval", help="Time between triage cycles (a vLLM pod's restart or readiness "
+        "change starts one sooner).")] = "60s",
+    listen: Annotated[str, typer.Option(
+        "--listen", metavar="HOST:PORT", help="Address to serve /metrics and /report on.")
+    ] = "0.0.0.0:8080",
+    cluster_name: Annotated[str | None, typer.Option(
+        "--cluster-name", help="The cluster label of every series (default: the context's "
+        "name; set it in the cluster, where the context is 'in-cluster').")] = None,
+    report_url: Annotated[str, typer.Option(
+        "--report-url", help="Where people reach /report (for the alerts' links), e.g. "
+        "https://triage.example.com/report.")] = "",
+    request_timeout: TimeoutOpt = "30s",
+    tail_lines: TailOpt = 3000,
+    patterns: PatternsOpt = None,
+    prometheus: PrometheusOpt = None,
+    since: SinceOpt = "30m",
+    prometheus_token: PromTokenOpt = None,
+    prometheus_user: PromUserOpt = None,
+    prometheus_password: PromPasswordOpt = None,
+    prometheus_ca_file: PromCaOpt = None,
+    prometheus_insecure_skip_tls_verify: PromInsecureOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Triage on an interval in the cluster; serve the findings as Prometheus metrics."""
+    import threading
+
+    from triage.watch.run import parse_listen, serve
+
+    prom = PrometheusArgs(prometheus, since, prometheus_token, prometheus_user,
+                          prometheus_password, prometheus_ca_file,
+                          prometheus_insecure_skip_tls_verify)
+    stop = threading.Event()
+    with _guard(debug):
+        every = parse_duration(interval)
+        try:
+            address = parse_listen(listen)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+        contexts: list[str | None] = list(dict.fromkeys(context or [])) or [None]
+        if all_contexts:
+            from triage.collect.live import list_contexts
+
+            contexts = list(list_contexts(kubeconfig))
+        if cluster_name and len(contexts) > 1:
+            raise InputError("--cluster-name names one cluster; with several contexts each "
+                             "series carries its context's name")
+        clusters = [_cluster_watch(ctx, cluster_name, namespace, all_namespaces, kubeconfig,
+                                   selector, request_timeout, tail_lines, prom,
+                                   list(patterns or []), every) for ctx in contexts]
+        try:
+            serve(clusters, address, report_url, stop, _say)
+        except (KeyboardInterrupt, Terminated):
+            stop.set()
+            _say("vllm-triage watch: stopped")
+            raise typer.Exit(EXIT_OK) from None
+        except OSError as exc:
+            raise InputError(f"cannot listen on {listen}: {exc.strerror or exc}") from None
+
+
+def _cluster_watch(context: str | None, cluster_name: str | None, namespace: str | None,
+                   all_namespaces: bool, kubeconfig: str | None, selector: str | None,
+                   request_timeout: str, tail_lines: int, prom: PrometheusArgs,
+                   patterns: list[Path], interval: float) -> ClusterWatch:
+    """One cluster's loop; its connection is made once and kept (tokens refresh in it)."""
+    from triage.collect.live import LiveCollector, Options, connect
+    from triage.collect.podwatch import PodWatcher
+    from triage.watch.cycle import ClusterWatch
+
+    timeout = parse_duration(request_timeout)
+    prom_opts = _prometheus_options(prom, timeout)
+    conn = connect(kubeconfig, context, timeout)
+    opts = Options(namespace=namespace or conn.default_namespace, all_namespaces=all_namespaces,
+                   selector=selector, tail_lines=tail_lines, request_timeout=timeout,
+                   prometheus=prom_opts)
+    ns = None if all_namespaces else opts.namespace
+
+    def watcher(_collector: LiveCollector, poke: Callable[[str], None]) -> PodWatcher:
+        return PodWatcher(conn, ns, selector, poke)
+
+    return ClusterWatch(cluster_name or conn.context or "default",
+                        lambda: LiveCollector(conn, opts), patterns, interval,
+                        watcher_factory=watcher)
 
 
 @app.command(epilog=EPILOG)
