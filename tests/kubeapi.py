@@ -80,6 +80,18 @@ RESOURCES: dict[str, tuple[str, str, str, bool, list[str]]] = {
     "inferenceservices": ("serving.kserve.io", "v1beta1", "InferenceService", True, ["isvc"]),
 }
 SUBRESOURCES = {"pods": ["log", "proxy", "status"], "services": ["proxy"]}
+# Kinds a cluster serves that the tool never reads, for ``kubectl apply
+# --dry-run=client`` of deploy/ (discovery must know them): served with
+# ``KubeAPIServer(..., deploy_kinds=True)``, always empty.
+DEPLOY_RESOURCES: dict[str, tuple[str, str, str, bool, list[str]]] = {
+    "serviceaccounts": ("", "v1", "ServiceAccount", True, ["sa"]),
+    "roles": ("rbac.authorization.k8s.io", "v1", "Role", True, []),
+    "rolebindings": ("rbac.authorization.k8s.io", "v1", "RoleBinding", True, []),
+    "clusterroles": ("rbac.authorization.k8s.io", "v1", "ClusterRole", False, []),
+    "clusterrolebindings": ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", False, []),
+    "servicemonitors": ("monitoring.coreos.com", "v1", "ServiceMonitor", True, ["smon"]),
+    "prometheusrules": ("monitoring.coreos.com", "v1", "PrometheusRule", True, ["promrule"]),
+}
 
 
 def _status(code: int, reason: str, message: str) -> dict[str, Any]:
@@ -443,7 +455,7 @@ class Handler(BaseHTTPRequestHandler):
         if rest[0] == "namespaces" and len(rest) >= 3:
             ns, rest = rest[1], rest[2:]
         plural = rest[0]
-        spec = RESOURCES.get(plural)
+        spec = self.server.resources.get(plural)
         if spec is None or (spec[0], spec[1]) != (group, version) or not fx.served(plural):
             self._send(404, _status(404, "NotFound",
                                     "the server could not find the requested resource"))
@@ -800,7 +812,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _group_list(self) -> dict[str, Any]:
         groups: dict[str, set[str]] = {}
-        for plural, (group, version, *_rest) in RESOURCES.items():
+        for plural, (group, version, *_rest) in self.server.resources.items():
             if group and self.server.fixture.served(plural):
                 groups.setdefault(group, set()).add(version)
         return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
@@ -812,7 +824,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _resource_list(self, group: str, version: str) -> dict[str, Any]:
         resources = []
-        for plural, (g, v, kind, namespaced, short) in RESOURCES.items():
+        for plural, (g, v, kind, namespaced, short) in self.server.resources.items():
             if (g, v) != (group, version) or not self.server.fixture.served(plural):
                 continue
             resources.append({"name": plural, "singularName": kind.lower(),
@@ -983,7 +995,7 @@ class KubeAPIServer(ThreadingHTTPServer):
     def __init__(self, fixture_dir: Path, port: int = 0, token: str = TOKEN,
                  request_log: Path | None = None, expired_cert: bool = False,
                  client_certs: bool = False, rbac: RBAC | None = None,
-                 latency: float = 0.0) -> None:
+                 latency: float = 0.0, deploy_kinds: bool = False) -> None:
         """``expired_cert``: serve a certificate that has expired; ``client_certs``:
         require a client certificate signed by the test CA (as an API server with
         --client-ca-file does when a client offers one); ``latency``: seconds every
@@ -1003,6 +1015,7 @@ class KubeAPIServer(ThreadingHTTPServer):
             context.load_verify_locations(self.tls.ca_file)
         self.socket = context.wrap_socket(self.socket, server_side=True)
         self.fixture = Fixture(fixture_dir)
+        self.resources = {**RESOURCES, **(DEPLOY_RESOURCES if deploy_kinds else {})}
         self.token = token
         self.latency = latency
         self.requests: list[str] = []
