@@ -174,8 +174,8 @@ KubeconfigOpt = Annotated[str | None, typer.Option(
     "or the in-cluster service account).")]
 ContextOpt = Annotated[str | None, typer.Option("--context", help="Kubeconfig context to use.")]
 ContextsOpt = Annotated[list[str] | None, typer.Option(
-    "--context", metavar="CONTEXT", help="Kubeconfig context to use; repeat it to read several clusters in "
-    "parallel (one section, or one triage loop, per cluster).")]
+    "--context", metavar="CONTEXT", help="Kubeconfig context to use; repeat it to read "
+    "several clusters in parallel (one section, or one triage loop, per cluster).")]
 AllContextsOpt = Annotated[bool, typer.Option(
     "--all-contexts", help="Every context of the kubeconfig (one section, or one triage "
     "loop, per cluster).")]
