@@ -20,7 +20,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from triage.redact import redact_text
 from triage.results import Report
+from triage.sanitize import sanitize
 
 if TYPE_CHECKING:
     from triage.collect.live import LiveCollector
@@ -107,7 +109,9 @@ class ClusterWatch:
             self.status.cycles["ok"] += 1
         except Exception as exc:
             self.status.last_cycle_ok = False
-            self.status.last_error = " ".join(str(exc).split())[:500] or exc.__class__.__name__
+            # A server's words: made safe and masked before any report or page shows them.
+            text = " ".join(str(exc).split())[:500] or exc.__class__.__name__
+            self.status.last_error = redact_text(sanitize(text))
             self.status.last_error_at = wall
             self.status.cycles["failed"] += 1
 
