@@ -107,6 +107,10 @@ def _html(sections: list[ClusterReport], one: object) -> str:
             head = page[page.find("<head>") + len("<head>"):page.find("</head>")]
         bodies.append(page[start + len("<body>"):end])
     esc = html.escape
+    title = f"vLLM triage over {len(sections)} clusters: {overall(sections).value.upper()}"
+    start, end = head.find("<title>"), head.find("</title>")
+    if start >= 0 and end > start:
+        head = f"{head[:start]}<title>{esc(title)}{head[end:]}"
     toc = "".join(
         f'<li><a href="#cluster-{esc(s.context)}">{esc(s.context)}</a>: '
         f'<span class="verdict {s.verdict.value}">{esc(s.verdict.value.upper())}</span></li>'
