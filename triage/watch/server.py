@@ -61,6 +61,8 @@ class WatchServer(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     server: WatchServer
     protocol_version = "HTTP/1.1"
+    # A client that connects and sends nothing (or drips) holds a thread for at most this.
+    timeout = 30
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # probes and scrapes every few seconds are not news
