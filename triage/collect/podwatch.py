@@ -24,6 +24,7 @@ import urllib3
 
 from triage import selection, workload
 from triage.collect import transport
+from triage.collect.logtail import size_label
 from triage.snapshot import Obj, meta
 
 PodState = tuple[int, bool]  # (restart count, ready)
@@ -146,8 +147,8 @@ class PodWatcher:
                     if isinstance(event, dict):
                         yield event
             if len(pending) > self.max_event_bytes:
-                raise RuntimeError("a watch event is larger than "
-                                   f"{self.max_event_bytes // (1024 * 1024)} MiB")
+                raise RuntimeError(f"a watch event is larger than "
+                                   f"{size_label(self.max_event_bytes)}")
 
     def _handle(self, event: Obj) -> None:
         kind, obj = event.get("type"), event.get("object")
