@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -95,7 +96,13 @@ class PodWatcher:
                 return
             try:
                 self.status.up = True
+                began = time.monotonic()
                 self._watch(version)
+                if not self._stop.is_set() and time.monotonic() - began < min(
+                        10.0, self.timeout_seconds / 2):
+                    # A server that ends every watch at once would be asked again and
+                    # again: that is a failure too, not a reason to reconnect.
+                    raise RuntimeError("the API server ended the watch at once")
             except Exception as exc:  # any failure: fall back to the interval
                 with self._lock:
                     self._version = ""
