@@ -65,3 +65,21 @@ def test_finding_alerts_are_per_workload_and_finding_and_do_not_flap() -> None:
         assert {"summary", "description", "fix", "report_url"} <= set(rule["annotations"])
         # Free text is never a label of the alert.
         assert set(rule["labels"]) == {"severity"}
+
+
+def test_every_series_the_rules_name_is_one_the_watch_exports() -> None:
+    """A renamed metric must not leave an alert that can never fire."""
+    import re
+
+    from prometheus_client import generate_latest
+
+    from tests.test_watch_metrics import _report, _watch
+    from triage.watch.exposition import registry
+
+    text = yaml.safe_dump(yaml.safe_load(RULE.read_text())["spec"])
+    named = set(re.findall(r"\bvllm_triage_[a-z_]+", text))
+    watch = _watch("gpu-east", _report("cuda-oom"))
+    # Every family is declared (# TYPE) even when it has no series this scrape.
+    exported = set(re.findall(r"^(?:# TYPE )?(vllm_triage_[a-z_]+)", generate_latest(
+        registry([watch])).decode(), re.MULTILINE))
+    assert named and named <= exported, named - exported
