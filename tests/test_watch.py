@@ -217,8 +217,10 @@ def test_a_failed_cycle_keeps_the_last_report_and_says_so(tmp_path: Path) -> Non
         assert 'finding="cuda-oom"' in metrics
         assert 'vllm_triage_cycles_total{cluster="incident-replay",result="failed"}' in metrics
         assert watch.get("/readyz").status_code == 200  # it still has a report to serve
-        assert "watch: the cycle at" in watch.get("/report").text
-        assert "watch: the cycle at" in watch.get("/report.md").text
+        # The page says it first, not only among the warnings at its end.
+        page = watch.get("/report").text
+        assert page.index("<strong>Stale:</strong> watch: the cycle at") < page.index("<h1>")
+        assert watch.get("/report.md").text.startswith("> **Stale:** watch: the cycle at")
         # It recovers on its own.
         server.fixture.faults["unavailable"] = []
         wait_for("a good cycle again", lambda: 'vllm_triage_last_cycle_success{'

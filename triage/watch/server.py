@@ -10,6 +10,7 @@ HEAD are answered.
 
 from __future__ import annotations
 
+import html
 import socket
 import threading
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from prometheus_client.exposition import choose_encoder
 from triage.report import writers
 from triage.report.clusters import ClusterReport
 from triage.report.clusters import render as render_sections
+from triage.report.markdown import inline
 from triage.watch.cycle import ClusterWatch
 
 _FORMATS = {"/report": ("html", "text/html; charset=utf-8"),
@@ -31,16 +33,30 @@ _FORMATS = {"/report": ("html", "text/html; charset=utf-8"),
 
 
 def render_report(clusters: list[ClusterWatch], fmt: str) -> str | None:
-    """The served report in ``fmt``; None before the first complete cycle."""
+    """The served report in ``fmt``; None before the first complete cycle. After a
+    failed cycle the page says so first (the report's first warning says it too)."""
     reports = [(w.status.name, w.served_report()) for w in clusters]
     if len(reports) == 1:
         report = reports[0][1]
-        return None if report is None else writers()[fmt](report, False)
-    if all(r is None for _name, r in reports):
-        return None
-    return render_sections([ClusterReport(name, r, "" if r is not None else
-                                          "no complete cycle yet")
-                            for name, r in reports], fmt)
+        text = None if report is None else writers()[fmt](report, False)
+    elif all(r is None for _name, r in reports):
+        text = None
+    else:
+        text = render_sections([ClusterReport(name, r, "" if r is not None else
+                                              "no complete cycle yet")
+                                for name, r in reports], fmt)
+    stale = [r.warnings[0] for w, (_n, r) in zip(clusters, reports, strict=True)
+             if r is not None and not w.status.last_cycle_ok]
+    if text is None or not stale:
+        return text
+    if fmt == "html":
+        banner = "".join(f'<p class="stale" style="background:#fde2e1;border:1px solid #b42318;'
+                         f'padding:.5em 1em"><strong>Stale:</strong> {html.escape(s)}</p>'
+                         for s in stale)
+        return text.replace("<body>", "<body>\n" + banner, 1)
+    if fmt == "markdown":
+        return "".join(f"> **Stale:** {inline(s)}\n\n" for s in stale) + text
+    return text
 
 
 class WatchServer(ThreadingHTTPServer):
