@@ -349,6 +349,7 @@ from triage.facts import container as _container  # noqa: E402,F401
 from triage.facts import engine as _engine  # noqa: E402,F401
 from triage.facts import failures as _failures  # noqa: E402,F401
 from triage.facts import kubernetes as _kubernetes  # noqa: E402,F401
+from triage.facts import model as _model  # noqa: E402,F401
 from triage.facts import node as _node  # noqa: E402,F401
 from triage.facts import probes as _probes  # noqa: E402,F401
 from triage.facts import rollout as _rollout  # noqa: E402,F401

@@ -181,6 +181,14 @@ def image_tag(ctx: ContainerContext) -> Measured:
                          f"{seen}", (ctx.field("image"),))
 
 
+@fact("image", unit="text", scope="container",
+      doc="the container image as written in the spec (repository, tag and digest)")
+def image(ctx: ContainerContext) -> Measured:
+    value = str(ctx.container.get("image") or "")
+    return Measured(value or None, f"container {ctx.name} image {value or '(none)'}",
+                    (ctx.field("image"),))
+
+
 @fact("image_pinned_by_digest", unit="bool", scope="container",
       doc="the container image is given by digest (@sha256:...)")
 def image_pinned_by_digest(ctx: ContainerContext) -> Measured:

@@ -123,6 +123,11 @@ def max_model_len(ctx: ContainerContext) -> Measured:
         return Measured(ctx.engine.integer("max-model-len"),
                         f"container {ctx.name}: {ctx.engine.describe('max-model-len')}",
                         flag_at(ctx, "max-model-len"))
+    if ctx.snapshot.static is not None:
+        return Measured(None, f"container {ctx.name}: --max-model-len unset; vLLM takes the "
+                              "model's context from its config.json when it starts, and "
+                              f"nothing has started ({ctx.snapshot.static})",
+                        flag_at(ctx, "max-model-len"))
     found = _last_log_match(ctx, _MAX_MODEL_LEN_LOG)
     if found is None:
         _logs_complete(ctx)
@@ -236,6 +241,9 @@ def batched_tokens_over_prompt_p99(ctx: ContainerContext) -> Measured:
 @fact("observed_startup_seconds", unit="seconds", scope="container",
       doc="the longest start-up to ready that vLLM logged in the logs read")
 def observed_startup_seconds(ctx: ContainerContext) -> Measured:
+    if ctx.snapshot.static is not None:
+        # Before a pod runs, as for a pod that never started: no start-up to measure.
+        return Measured(None, f"no start-up observed: {ctx.snapshot.static}")
     best: tuple[float, str] | None = None
     for stream, rep in ctx.startup.items():
         seconds = rep.startup_seconds

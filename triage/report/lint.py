@@ -39,6 +39,7 @@ class LintFinding:
     fix: str
     title: str
     step: int
+    workload: str  # the object whose pod the finding is about (the HPA's Deployment)
     # False when the line and column are of a rendered stream (kubectl kustomize),
     # not of the file itself: writers then give no region.
     exact: bool = True
@@ -88,6 +89,9 @@ class LintReport:
     objects: int  # objects read
     problems: tuple[str, ...] = ()  # inputs that could not be read
     warnings: tuple[str, ...] = ()
+    # (object, pattern id, "true" | "false" | "unknown"): what each pattern decided on
+    # each vLLM workload, before suppressions.
+    decisions: tuple[tuple[str, str, str], ...] = ()
 
     def failing(self, fail_on: str) -> bool:
         if fail_on == "never":
@@ -123,9 +127,10 @@ def build(manifests: Manifests, diagnoses: list[PodDiagnosis], patterns: tuple[P
     by_pod = {id(w.pod): w for w in manifests.workloads}
     findings: list[LintFinding] = []
     suppressed: list[Suppressed] = []
-    seen: set[tuple[str, str, int, int, str]] = set()
+    seen: set[tuple[str, str, str, int, int, str]] = set()
     skipped = list(manifests.skipped)
     linted = 0
+    decisions: list[tuple[str, str, str]] = []
     for diag in diagnoses:
         workload = by_pod.get(id(diag.pod))
         if workload is None:
@@ -136,6 +141,8 @@ def build(manifests: Manifests, diagnoses: list[PodDiagnosis], patterns: tuple[P
                                    "no vLLM container (image, command or args name no vLLM)"))
             continue
         linted += 1
+        decisions += [(workload.source.label, pid, truth.value)
+                      for pid, truth in sorted(diag.states.items())]
         for f in diag.findings:
             where, holder = _place(manifests, f, workload.source)
             path = dotted(where.path[len(holder.prefix):]) if where is not None else ""
@@ -145,9 +152,9 @@ def build(manifests: Manifests, diagnoses: list[PodDiagnosis], patterns: tuple[P
                 line=where.line if where is not None else holder.line,
                 column=where.column if where is not None else holder.column,
                 object=holder.label, path=path, message=_message(f), fix=f.remediation,
-                title=f.title, step=f.step,
+                title=f.title, step=f.step, workload=workload.source.label,
                 exact=where.exact if where is not None else holder.exact)
-            key = (item.id, item.file, item.line, item.column, item.path)
+            key = (item.id, item.workload, item.file, item.line, item.column, item.path)
             if key in seen:
                 continue
             seen.add(key)
@@ -169,6 +176,7 @@ def build(manifests: Manifests, diagnoses: list[PodDiagnosis], patterns: tuple[P
         objects=len(manifests.objects),
         problems=tuple(manifests.problems),
         warnings=tuple(warnings),
+        decisions=tuple(decisions),
     )
     # What came from the manifests is shown in a terminal and goes into CI logs.
     return map_strings(report, _clean)
@@ -180,14 +188,28 @@ def _clean(text: str) -> str:
 
 def _place(manifests: Manifests, f: Finding, source: ManifestObject
            ) -> tuple[Resolved | None, ManifestObject]:
-    """The most specific field the finding's rule found true, and the object it is in."""
+    """The field the finding is about, and the object it is in: the first field of the
+    rule that is written in the manifest, else the deepest part of one that is not (a
+    missing startupProbe: its container)."""
     best: Resolved | None = None
+    best_loc: Location | None = None
     for loc in f.at or (Location(source.obj, ()),):
         where = manifests.sources.resolve(loc)
-        if where is not None and (best is None or where.depth > best.depth):
-            best = where
-    holder = manifests.object_at(best) if best is not None else None
-    return best, holder or source
+        if where is None:
+            continue
+        if where.depth == len(loc.path):
+            best, best_loc = where, loc
+            break
+        if best is None or where.depth > best.depth:
+            best, best_loc = where, loc
+    if best is None or best_loc is None:
+        return None, source
+    # A field of the workload's own pod is the workload's, even where YAML aliases
+    # share its text with another object; another object's field (an HPA's) is that one's.
+    if best_loc.obj is source.obj or any(best_loc.obj is w.pod and w.source is source
+                                         for w in manifests.workloads):
+        return best, source
+    return best, manifests.object_at(best) or source
 
 
 def _message(f: Finding) -> str:

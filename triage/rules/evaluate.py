@@ -22,7 +22,7 @@ from typing import Any
 import regex
 
 from triage import workload
-from triage.facts import ContainerContext, Fact
+from triage.facts import REGISTRY, ContainerContext, Fact
 from triage.logs import LogLine, Query, QuerySet, parse_line
 from triage.results import Finding, Location, Severity, Unevaluated, Verdict
 from triage.rules.fields import dig_path
@@ -46,6 +46,7 @@ from triage.rules.language import (
 )
 from triage.snapshot import LOG_STREAMS, Obj, Snapshot, meta
 
+REGISTRY_UNITS = {name: spec.unit for name, spec in REGISTRY.items()}
 # No single regex search may take longer than this: a pattern that hits it
 # is unknown for that log, never allowed to hang.
 REGEX_TIMEOUT_S = 0.25
@@ -318,10 +319,16 @@ class Evaluator:
             other = ctx.fact(leaf.comparison.fact_ref)
             if not other.known:
                 return _unknown(f"fact {other.name}: {other.unknown}")
-        if not compare(fact.value, leaf.comparison, other.value if other else None):
+        ref = leaf.comparison.reference(other.value) if other else None
+        if not compare(fact.value, leaf.comparison, ref):
             return FALSE
-        return _true(fact.evidence, *([other.evidence] if other else []),
-                     at=merge_locations([fact.at, other.at if other else ()]))
+        rule: list[str] = []
+        if other is not None and ref is not None and ref != other.value:
+            rule.append(f"estimate: {leaf.comparison.times:g} x {other.name} "
+                        f"+ {leaf.comparison.plus:g} = {ref:g} {REGISTRY_UNITS.get(fact.name, '')}"
+                        .rstrip())
+        # The field compared is the finding's; the one it is compared with is evidence.
+        return _true(fact.evidence, *([other.evidence] if other else []), *rule, at=fact.at)
 
     def metric(self, leaf: MetricLeaf, ctx: ContainerContext) -> Outcome:
         failed = ctx.metrics_failure()
