@@ -65,5 +65,6 @@ def lint(manifests: Manifests, pattern_dirs: list[Path] | None = None,
 
     pods, warnings = classify(snapshot, loaded.patterns, contexts)
     return lint_report.build(manifests, pods, loaded.patterns, ignore or set(),
-                             [f"pattern skipped: {e}" for e in loaded.errors] + warnings,
+                             list(snapshot.notes) + [f"pattern skipped: {e}" for e in
+                                                     loaded.errors] + warnings,
                              __version__)

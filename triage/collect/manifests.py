@@ -43,6 +43,7 @@ from triage.collect.bundle import (  # the bounds offline input already has
     _MAX_VALUES_TOTAL,
     _count_values,
 )
+from triage.collect.shape import Shaped, normalize
 from triage.manifest import ManifestObject, Manifests, Mark, Node, Skipped, SourceMap, Workload
 from triage.snapshot import ALL_KINDS, Obj, ReadFailure, Snapshot, meta
 
@@ -291,7 +292,50 @@ def _add(data: Any, file: str, mark: Mark, out: Manifests, doc: int,
         out.skipped.append(Skipped(file, mark.line, kind or "(document)",
                                    "no apiVersion and kind: not a Kubernetes object"))
         return
-    out.objects.append(ManifestObject(data, file, mark.line, mark.column, doc, prefix, exact))
+    # The shape the API server would have enforced: a field of the wrong type for its
+    # name is dropped (as for bundles), the marks follow the fields that stay.
+    shaped = Shaped()
+    obj = normalize(data, shaped)
+    _follow(obj, data, out.sources)
+    if shaped.dropped:
+        out.snapshot.notes.append(f"{file}: {shaped.dropped} field(s) of the wrong type for "
+                                  "the Kubernetes API were ignored")
+    out.objects.append(ManifestObject(obj, file, mark.line, mark.column, doc, prefix, exact))
+
+
+def _same_kind(new: Any, old: Any) -> bool:
+    if isinstance(new, dict) or isinstance(old, dict):
+        return isinstance(new, dict) and isinstance(old, dict)
+    return not isinstance(old, list)
+
+
+def _follow(new: Any, old: Any, sources: SourceMap) -> None:
+    """Map a normalized copy onto the marks of what was read (list items may have
+    been dropped: the ones kept keep their own marks and written index)."""
+    if isinstance(new, dict) and isinstance(old, dict):
+        sources.adopt(new, old)
+        for key, value in new.items():
+            if key in old:
+                _follow(value, old[key], sources)
+    elif isinstance(new, list) and isinstance(old, list):
+        node = sources.node(old)
+        keys: dict[str | int, Mark] = {}
+        aliases: dict[str | int, str | int] = {}
+        j = 0
+        for i, item in enumerate(new):
+            while j < len(old) and not _same_kind(item, old[j]):
+                j += 1
+            if j == len(old):
+                break
+            if node is not None and j in node.keys:
+                keys[j] = node.keys[j]
+            if i != j:
+                aliases[i] = j
+            _follow(item, old[j], sources)
+            j += 1
+        if node is not None:
+            sources.add(new, Node(node.file, node.path, node.mark, node.doc, keys, node.exact,
+                                  aliases))
 
 
 # --- what a live scan would list, and the pods templates make ---------------------

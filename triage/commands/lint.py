@@ -61,6 +61,9 @@ class FailOn(str, Enum):
 
 
 def lint(
+    files: Annotated[list[str] | None, typer.Argument(
+        metavar="FILE", help="Manifest files, as with -f (how pre-commit passes them).",
+        show_default=False)] = None,
     filename: Annotated[list[str] | None, typer.Option(
         "-f", "--filename", metavar="FILE|DIR|-",
         help="Manifest file, directory of .yaml/.yml/.json files, or - for stdin "
@@ -88,9 +91,8 @@ def lint(
     from triage import pipeline
     from triage.collect.manifests import Input, collect
     from triage.report.lint_writers import writers
-    from triage.rules.loader import load_patterns
 
-    inputs = [Input(f) for f in filename or []] + [Input(k, kustomize=True)
+    inputs = [Input(f) for f in [*(filename or []), *(files or [])]] + [Input(k, kustomize=True)
                                                   for k in kustomize or []]
     if not inputs:
         fail("give manifests with -f FILE|DIR|- or -k DIR (see --help)", EXIT_USAGE)
@@ -98,13 +100,12 @@ def lint(
         fail("-f - (stdin) can be given once", EXIT_USAGE)
     ignored = {part for item in ignore or [] for part in regex.split(r"[\s,]+", item) if part}
     with guard(debug):
-        known = {p.id for p in load_patterns(list(patterns or [])).patterns}
-        unknown = sorted(ignored - known - {"all"})
+        manifests = collect(inputs, recursive)
+        report = pipeline.lint(manifests, list(patterns or []), ignored)
+        unknown = sorted(ignored - {r.id for r in report.rules} - {"all"})
         if unknown:
             fail(f"--ignore {unknown[0]}: no such finding id (vllm-triage patterns lists "
                  "them)", EXIT_USAGE)
-        manifests = collect(inputs, recursive)
-        report = pipeline.lint(manifests, list(patterns or []), ignored)
         for problem in report.problems:
             say(f"vllm-triage: error: {problem}")
         sys.stdout.write(writers()[output.value](

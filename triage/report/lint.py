@@ -12,6 +12,7 @@ redacted here, once, for every writer. Its JSON form is schema
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -170,16 +171,18 @@ def build(manifests: Manifests, diagnoses: list[PodDiagnosis], patterns: tuple[P
         skipped=tuple(skipped),
         suppressed=tuple(suppressed),
         patterns=_uses(patterns, diagnoses, findings, suppressed, linted),
-        rules=tuple(Rule(p.id, p.title, p.severity, p.step, p.summary, p.remediation,
-                         p.references) for p in sorted(patterns, key=lambda p: p.id)),
+        rules=(),
         workloads=linted,
         objects=len(manifests.objects),
         problems=tuple(manifests.problems),
         warnings=tuple(warnings),
         decisions=tuple(decisions),
     )
-    # What came from the manifests is shown in a terminal and goes into CI logs.
-    return map_strings(report, _clean)
+    # What came from the manifests is shown in a terminal and goes into CI logs; the
+    # rules are the patterns' own words.
+    return dataclasses.replace(map_strings(report, _clean), rules=tuple(
+        Rule(p.id, p.title, p.severity, p.step, p.summary, p.remediation, p.references)
+        for p in sorted(patterns, key=lambda p: p.id)))
 
 
 def _clean(text: str) -> str:
