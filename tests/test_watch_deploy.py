@@ -158,3 +158,21 @@ def test_watch_needs_nothing_the_role_does_not_grant(tmp_path: Path) -> None:
         assert 'vllm_triage_pod_watch_up{cluster="incident-replay"} 0.0' in watch.metrics()
         assert 'vllm_triage_last_cycle_success{cluster="incident-replay"} 1.0' in watch.metrics()
         assert s2.denied and all(d.startswith("watch /pods") for d in s2.denied)
+
+
+def test_the_tools_own_lint_passes_and_never_takes_the_watch_for_vllm() -> None:
+    from tests.conftest import run_cli
+    from triage.selection import is_vllm_container
+
+    run = run_cli("lint", "-k", str(BASE), "--fail-on", "info", "-o", "json")
+    assert run.code == 0, run.stdout + run.stderr
+    doc = run.json()
+    assert doc["findings"] == []
+    (deploy,) = [s for s in doc["skipped"] if s["object"].startswith("Deployment/")]
+    assert deploy["reason"].startswith("no vLLM container")
+    # The image is named vllm-triage: scan -A in the cluster must not triage the
+    # watch itself as a vLLM server (a router's or exporter's image is not one either).
+    (container,) = by_kind("Deployment")[0]["spec"]["template"]["spec"]["containers"]
+    assert not is_vllm_container(container)
+    assert not is_vllm_container({"image": "ghcr.io/acme/vllm-triage:0.1.0", "args": ["watch"]})
+    assert is_vllm_container({"image": "vllm/vllm-openai:v0.10.1.1"})

@@ -25,8 +25,9 @@ _VLLM_COMMAND = regex.compile(
 # KServe's Hugging Face runtime serves with vLLM unless told otherwise.
 _KSERVE_HF_IMAGE = regex.compile(r"(?i)(^|/)huggingfaceserver(:|@|$)")
 _KSERVE_NOT_VLLM = regex.compile(r"--backend[= ](?:huggingface|hf)\b")
-# Routers and gateways in front of vLLM carry its name but serve no model.
-_NOT_A_SERVER = regex.compile(r"(?i)router|gateway|proxy|exporter")
+# Routers and gateways in front of vLLM carry its name but serve no model; nor
+# does vllm-triage itself (its watch runs in the cluster, image vllm-triage).
+_NOT_A_SERVER = regex.compile(r"(?i)router|gateway|proxy|exporter|triage")
 
 
 def is_vllm_container(container: Obj) -> bool:
