@@ -22,6 +22,13 @@ and, to play a hostile or broken server (kinds are plurals, ``log`` or ``proxy``
       too_many: {events: 2}             # the first N requests get 429, Retry-After: 1
       not_json: [pods]                  # 200 with an HTML page
       ignore_limit_bytes: true          # pod logs: limitBytes is not applied
+      expire_continue: 1                # the first N continue tokens get 410 Expired
+
+Lists page as the API server pages them: ``limit`` cuts the list, the
+answer's ``metadata.continue`` (an opaque token) and ``remainingItemCount``
+say how to go on, and a token past its resourceVersion's compaction gets
+410 Expired with a Status whose ``metadata.continue`` would go on
+inconsistently (what etcd compaction does to a slow pager).
 
 Run by hand: ``python -m tests.kubeapi fixtures/cuda-oom --port 8001``.
 """
@@ -73,6 +80,15 @@ RESOURCES: dict[str, tuple[str, str, str, bool, list[str]]] = {
 SUBRESOURCES = {"pods": ["log", "proxy", "status"], "services": ["proxy"]}
 
 
+# The API server's words for a continue token whose resourceVersion was compacted.
+_EXPIRED_MESSAGE = (
+    "The provided continue parameter is too old to display a consistent list result. You can "
+    "start a new list without the continue parameter, or use the continue token in this "
+    "response to retrieve the remainder of the results. Continuing with the provided token "
+    "results in an inconsistent list - objects that were created, modified, or deleted between "
+    "the time the first chunk was returned and now may show up in the list.")
+
+
 def _status(code: int, reason: str, message: str) -> dict[str, Any]:
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
             "message": message, "reason": reason, "code": code}
@@ -90,7 +106,8 @@ class Fixture:
             for ext in (".yaml", ".json"):
                 p = root / "objects" / f"{plural}{ext}"
                 if p.exists():
-                    data = yaml.safe_load(p.read_text())
+                    text = p.read_text()
+                    data = json.loads(text) if ext == ".json" else yaml.safe_load(text)
                     # A real API server lists in etcd key order: namespace, then name.
                     self.objects[plural] = sorted(
                         data.get("items") or [],
@@ -520,6 +537,16 @@ class Handler(BaseHTTPRequestHandler):
             except (ValueError, KeyError, TypeError):
                 self._send(400, _status(400, "BadRequest", "continue key is not valid: "
                                         "incorrect encoded start resourceVersion"))
+                return
+            expire = int(self.server.fixture.faults.get("expire_continue") or 0)
+            with self.server.lock:
+                expired = self.server.counts.get("expired-continue", 0)
+                if expired < expire:
+                    self.server.counts["expired-continue"] = expired + 1
+            if expired < expire:
+                gone = _status(410, "Expired", _EXPIRED_MESSAGE)
+                gone["metadata"] = {"continue": token}
+                self._send(410, gone)
                 return
         limit = query.get("limit", "")
         if limit.isdigit() and int(limit) > 0:

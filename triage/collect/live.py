@@ -5,9 +5,13 @@ Uses the official ``kubernetes`` client for configuration (kubeconfig,
 ApiClient for the requests, asking for raw JSON so the snapshot keeps the
 API's own shape. Objects get the structural redaction pass as they are read;
 log and metrics text is redacted where it leaves the tool (report, bundle).
-One list call per kind and namespace, never per pod; everything after the
-first pod list runs concurrently in a bounded pool. A read that fails is
-recorded and the scan goes on.
+Lists are paged as kubectl pages them (``limit`` 500 and the ``continue``
+token, one list per kind and namespace, never a read per pod), and each
+page is filtered as it arrives: pods that are not triaged, events about
+other pods and objects in namespaces with no triaged pod are dropped before
+the next page is read, so memory follows the pods analysed, not the
+cluster. Everything after the pod list runs concurrently in a bounded pool.
+A read that fails is recorded and the scan goes on.
 """
 
 from __future__ import annotations
@@ -61,6 +65,9 @@ _NAMESPACED_PATHS = {
 }
 # Kinds whose absence (404 on the list) means "not installed", not "failed".
 _OPTIONAL_KINDS = {"inferenceservices"}
+
+# kubectl's --chunk-size: the page size a real API server is used to being asked for.
+PAGE_SIZE = 500
 
 _IN_CLUSTER_NS = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
@@ -342,6 +349,42 @@ class Reader:
             cap: int | None = None) -> bytes:
         return self.fetch(path, query, accept, cap=cap).data
 
+    def list_items(self, path: str, query: dict[str, Any] | None = None,
+                   keep: Callable[[list[Any]], list[Obj]] | None = None) -> list[Obj]:
+        """Every item of a list, page by page as kubectl reads it (``limit`` and
+        ``continue``), with ``keep`` applied to each page before the next is read.
+
+        A continue token the API server no longer honours (410 Expired: the
+        list's resourceVersion was compacted away) starts the list over once,
+        as client-go's pager does; a second expiry is a failed read saying so.
+        """
+        restarted = False
+        while True:
+            kept: list[Obj] = []
+            token: str | None = None
+            try:
+                while True:
+                    page = self.get_json(path, {**(query or {}), "limit": PAGE_SIZE,
+                                                "continue": token})
+                    items = page.pop("items", None)
+                    items = items if isinstance(items, list) else []
+                    kept += keep(items) if keep is not None else [
+                        i for i in items if isinstance(i, dict)]
+                    del items  # before the next page: one page in memory at a time
+                    list_meta = page.get("metadata")
+                    token = str(list_meta.get("continue") or "") \
+                        if isinstance(list_meta, dict) else ""
+                    if not token:
+                        return kept
+            except ReadError as exc:
+                if exc.status != 410 or token is None:
+                    raise
+                if restarted:
+                    raise ReadError(410, "the list changed faster than it could be paged: its "
+                                    "continue token expired (410 Expired) again after the "
+                                    f"list was started over ({exc.reason})") from None
+                restarted = True
+
     def get_json(self, path: str, query: dict[str, Any] | None = None) -> Obj:
         body = self.get(path, query)
         try:
@@ -443,6 +486,29 @@ def _status_reason(status: int, body: bytes) -> str:
     return f"{label}: {_one_line(message)}" if message else label
 
 
+def _relevant(kind: str, pods: list[Obj]) -> Callable[[Obj], bool]:
+    """Which listed objects of ``kind`` the triage of ``pods`` can use: those in the pods'
+    namespaces; of events, those about something other than a pod or about one of
+    these pods (by uid, by name where the event gives no uid)."""
+    namespaces = {str(meta(p).get("namespace")) for p in pods}
+    if kind != "events":
+        return lambda obj: str(meta(obj).get("namespace")) in namespaces
+    uids = {str(meta(p).get("uid")) for p in pods if meta(p).get("uid")}
+    names = {(str(meta(p).get("namespace")), str(meta(p).get("name"))) for p in pods}
+
+    def about_triaged(ev: Obj) -> bool:
+        ns = str(meta(ev).get("namespace"))
+        if ns not in namespaces:
+            return False
+        inv = ev.get("involvedObject") or ev.get("regarding") or {}
+        if not isinstance(inv, dict) or inv.get("kind") != "Pod":
+            return True  # owners, nodes, claims: kept for the namespace's pods
+        if inv.get("uid"):
+            return str(inv.get("uid")) in uids
+        return (str(inv.get("namespace") or ns), str(inv.get("name"))) in names
+    return about_triaged
+
+
 def _now() -> str:
     """The collection time, RFC 3339 UTC. SOURCE_DATE_EPOCH (the reproducible-
     builds convention) pins it, so two runs can produce byte-identical reports."""
@@ -488,9 +554,7 @@ class LiveCollector:
             selector=self.opts.selector,
         )
         self.progress(f"listing pods in {ns or 'all namespaces'}")
-        pods = self._list_pods(ns, snap.notes)
-        snap.objects["pods"] = [redact_object(p) for p in selection.select_pods(
-            pods, self.opts.selector)]
+        snap.objects["pods"] = self._list_pods(ns, snap.notes)
         return snap
 
     @contextmanager
@@ -584,9 +648,14 @@ class LiveCollector:
         PrometheusCollector(prom, self.progress).collect(snap)
 
     def _list_pods(self, ns: str | None, notes: list[str]) -> list[Obj]:
+        """The triaged pods, redacted; the others are dropped page by page."""
         path = self._ns_path("/api/v1", "pods", ns)
+
+        def keep(items: list[Any]) -> list[Obj]:
+            return [redact_object(p) for p in selection.select_pods(
+                normalize_items("pods", items, notes), self.opts.selector)]
         try:
-            data = self.reader.get_json(path, {"labelSelector": self.opts.selector})
+            return self.reader.list_items(path, {"labelSelector": self.opts.selector}, keep)
         except ReadError as exc:
             server = self.conn.api.configuration.host
             if exc.kind == "tls" or (exc.kind == "network" and _client_cert(self.conn)):
@@ -613,24 +682,24 @@ class LiveCollector:
                 raise ClusterUnreachable(
                     f"not allowed to list pods in {ns or 'any namespace'}: {exc.reason}") from None
             raise ClusterUnreachable(f"listing pods failed: {exc.reason}") from None
-        items = data.get("items")
-        return normalize_items("pods", items, notes) if isinstance(items, list) else []
 
     def _lister(self, snap: Snapshot, kind: str, path: str,
                 ns: str | None) -> Callable[[], None]:
+        wanted = _relevant(kind, snap.pods())
+
+        def keep(items: list[Any]) -> list[Obj]:
+            return [redact_object(o) for o in normalize_items(kind, items, snap.notes)
+                    if wanted(o)]
+
         def run() -> None:
             try:
-                data = self.reader.get_json(path)
+                snap.objects[kind] = self.reader.list_items(path, keep=keep)
             except ReadError as exc:
                 if exc.status == 404 and kind in _OPTIONAL_KINDS:
                     snap.absent_kinds.add(kind)
                     return
                 snap.failures.append(ReadFailure(f"{kind} ({path})", exc.reason, kind,
                                                  (ns,) if ns is not None else ()))
-                return
-            items = data.get("items")
-            snap.objects[kind] = [redact_object(o) for o in normalize_items(
-                kind, items if isinstance(items, list) else [], snap.notes)]
         return run
 
     def _node_jobs(self, snap: Snapshot, pods: list[Obj]) -> list[Callable[[], None]]:
@@ -648,13 +717,12 @@ class LiveCollector:
             # A Pending pod has no node yet; the candidate nodes (GPU
             # capacity, taints) are what explains why.
             try:
-                data = self.reader.get_json("/api/v1/nodes")
+                nodes = self.reader.list_items("/api/v1/nodes", keep=lambda items: [
+                    redact_object(n) for n in normalize_items("nodes", items, snap.notes)])
             except ReadError as exc:
                 snap.failures.append(ReadFailure("nodes (/api/v1/nodes)", exc.reason, "nodes"))
                 return
-            items = data.get("items")
-            for node in normalize_items("nodes", items if isinstance(items, list) else [],
-                                        snap.notes):
+            for node in nodes:
                 add(node)
 
         def read_one(name: str) -> Callable[[], None]:

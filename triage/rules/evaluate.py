@@ -44,7 +44,7 @@ from triage.rules.language import (
     RootCauseLeaf,
     walk,
 )
-from triage.snapshot import LOG_STREAMS, Obj, Snapshot, meta
+from triage.snapshot import LOG_STREAMS, Obj, Snapshot, event_times, meta
 
 # No single regex search may take longer than this: a pattern that hits it
 # is unknown for that log, never allowed to hang.
@@ -241,11 +241,13 @@ class Evaluator:
     def event(self, leaf: EventLeaf, ctx: ContainerContext, pid: str) -> Outcome:
         events: list[Obj] = []
         if leaf.about in ("pod", "any"):
-            events += ctx.snapshot.events_about("Pod", ctx.namespace, ctx.pod_name)
+            events += ctx.snapshot.events_about("Pod", ctx.namespace, ctx.pod_name,
+                                                str(meta(ctx.pod).get("uid") or ""))
         if leaf.about in ("owner", "any"):
             for owner in workload.owner_chain(ctx.snapshot, ctx.pod):
                 events += ctx.snapshot.events_about(str(owner.get("kind")), ctx.namespace,
-                                                    str(meta(owner).get("name")))
+                                                    str(meta(owner).get("name")),
+                                                    str(meta(owner).get("uid") or ""))
         out: list[str] = []
         for ev in events:
             if leaf.type and ev.get("type") != leaf.type:
@@ -260,12 +262,11 @@ class Evaluator:
                     continue
             except TimeoutError:
                 continue
-            inv = ev.get("involvedObject") or {}
-            count = ev.get("count") or (ev.get("series") or {}).get("count") or 1
-            when = ev.get("lastTimestamp") or ev.get("eventTime") or meta(ev).get(
-                "creationTimestamp")
+            inv = ev.get("involvedObject") or ev.get("regarding") or {}
+            seen = event_times(ev)
+            skew = ctx.snapshot.clock_skew(seen.last)
             item = (f"event {ev.get('type', '')} {reason} on {inv.get('kind')}/{inv.get('name')}"
-                    f" (x{count}, last {when}): {parse_line(0, message).raw}")
+                    f" (x{seen.count}, last {seen.last}{skew}): {parse_line(0, message).raw}")
             if item not in out:
                 out.append(item)
         if out:
