@@ -79,6 +79,8 @@ class PodTelemetry:
     series: dict[str, list[Point]] = field(default_factory=dict)
     gpus: list[dict[str, Any]] = field(default_factory=list)
     restarts: dict[str, float] = field(default_factory=dict)
+    # Names Prometheus answered with NaN or +/-Inf for: "NaN", "+Inf" or "-Inf".
+    not_numbers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

@@ -151,11 +151,18 @@ def _prometheus_note(inputs: Inputs) -> list[str]:
         if ctx.window is not None:
             out.append(f"window: {ctx.window.source}, {ctx.window.label.split(', ', 1)[1]} "
                        f"ending {ctx.window.end}")
+        elif prom is not None and ctx.telemetry is not None and ctx.telemetry.not_numbers:
+            names = ", ".join(f"{n} {v}" for n, v in sorted(ctx.telemetry.not_numbers.items()))
+            out.append(f"{label(pod)}: {prom.source} answered no numbers for it, only {names} "
+                       "(judged from one scrape of /metrics)")
         elif prom is not None and ctx.metric_values() is not None:
             out.append(f"{label(pod)}: {prom.source} has no vLLM series with namespace="
                        f"{pod.namespace}, pod={pod.name} in the last "
                        f"{prom.label.rsplit(' ', 1)[-1]} (judged from one scrape of /metrics)")
     return list(dict.fromkeys(out))
+
+
+_LATENCY = ("e2e_latency", "ttft", "queue_time", "itl")
 
 
 class P99Latency(Step):
@@ -167,9 +174,15 @@ class P99Latency(Step):
         if missing:
             return missing
         ev: list[str] = []
+        unknown: list[str] = []
         for pod, ctx in _with_metrics(inputs):
+            problems = ctx.metric_problems()
+            unknown += [f"{label(pod)}: {why}" for name, why in problems.items()
+                        if name.startswith(_LATENCY)]
             ev.append(_latency_line(pod, ctx))
             ev.append(f"  {ctx.fact('max_num_batched_tokens').evidence}")
+        if unknown:  # a latency that could not be computed is never a pass
+            return self.result(Verdict.UNKNOWN, list(dict.fromkeys(unknown)) + ev)
         return self.result(Verdict.PASS, ev + _prometheus_note(inputs))
 
 

@@ -216,6 +216,29 @@ class ContainerContext:
             return None
         return view.derived()
 
+    def metric_problems(self) -> dict[str, str]:
+        """Metric names that were read but are not numbers, and why: a histogram with no
+        +Inf bucket, a NaN or Inf value. They are unknown, never absent (absent reads as
+        "nothing happened")."""
+        out: dict[str, str] = {}
+        tele = self.telemetry
+        if self._given_metrics is None and tele is not None and tele.not_numbers:
+            source = self.snapshot.prometheus.label if self.snapshot.prometheus else "Prometheus"
+            for name, what in tele.not_numbers.items():
+                logical = name.rsplit("_", 1)[0]
+                if name.endswith(("_p50", "_p90", "_p99")) and \
+                        not tele.values.get(f"{logical}_count"):
+                    continue  # no requests in the window: histogram_quantile is NaN, rightly
+                hint = (" (histogram_quantile answers NaN for a histogram with no +Inf "
+                        "bucket)" if what == "NaN" and name.endswith(("_p50", "_p90", "_p99"))
+                        else "")
+                out[name] = f"{source}: {name} is {what}{hint}"
+        if self.window is None and self._given_metrics is None and self.metrics is not None \
+                and not self.metrics.error:
+            for name, why in self.metrics.problems().items():
+                out.setdefault(name, f"one scrape of /metrics: {why}")
+        return out
+
     def metrics_source(self) -> str:
         """Where metric_values come from, the way evidence names it."""
         if self._given_metrics is not None:

@@ -308,7 +308,8 @@ class Evaluator:
         values = ctx.metric_values()
         value = values.get(leaf.name) if values is not None else None
         if value is None:
-            return FALSE
+            problem = ctx.metric_problems().get(leaf.name)
+            return _unknown(problem) if problem else FALSE
         if leaf.comparison is not None and not compare(value, leaf.comparison):
             return FALSE
         return _true(f"{ctx.metrics_source()}: {leaf.name} = {value:.4g}")
