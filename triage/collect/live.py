@@ -230,6 +230,20 @@ def connect(kubeconfig: str | None, context: str | None, timeout: float,
     return Connection(api, ctx_name, namespace)
 
 
+def list_contexts(kubeconfig: str | None) -> list[str]:
+    """Every context of the kubeconfig (--all-contexts), in the file's order."""
+    path = kubeconfig or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+    try:
+        contexts, _active = k8s_config.list_kube_config_contexts(config_file=path)
+    except Exception as exc:
+        raise InputError(f"cannot read the contexts of kubeconfig {path}: "
+                         f"{_one_line(str(exc))}") from None
+    names = [str(c.get("name")) for c in contexts or [] if c.get("name")]
+    if not names:
+        raise InputError(f"kubeconfig {path} has no contexts")
+    return names
+
+
 def _one_line(text: str) -> str:
     return " ".join(text.split())[:400]
 
@@ -350,9 +364,12 @@ class Reader:
         return self.fetch(path, query, accept, cap=cap).data
 
     def list_items(self, path: str, query: dict[str, Any] | None = None,
-                   keep: Callable[[list[Any]], list[Obj]] | None = None) -> list[Obj]:
+                   keep: Callable[[list[Any]], list[Obj]] | None = None,
+                   on_version: Callable[[str], None] | None = None) -> list[Obj]:
         """Every item of a list, page by page as kubectl reads it (``limit`` and
-        ``continue``), with ``keep`` applied to each page before the next is read.
+        ``continue``), with ``keep`` applied to each page before the next is read;
+        ``on_version`` is told the list's resourceVersion (its first page's: every page
+        of a list is read at that version).
 
         A continue token the API server no longer honours (410 Expired: the
         list's resourceVersion was compacted away) starts the list over once,
@@ -372,8 +389,10 @@ class Reader:
                         i for i in items if isinstance(i, dict)]
                     del items  # before the next page: one page in memory at a time
                     list_meta = page.get("metadata")
-                    token = str(list_meta.get("continue") or "") \
-                        if isinstance(list_meta, dict) else ""
+                    list_meta = list_meta if isinstance(list_meta, dict) else {}
+                    if token is None and on_version is not None:
+                        on_version(str(list_meta.get("resourceVersion") or ""))
+                    token = str(list_meta.get("continue") or "")
                     if not token:
                         return kept
             except ReadError as exc:
@@ -526,6 +545,8 @@ class LiveCollector:
         self.opts = opts
         self.reader = Reader(conn, opts.request_timeout, opts.max_json_bytes)
         self.progress = progress or (lambda _msg: None)
+        # The resourceVersion of the last pod list: `watch` watches pods from there.
+        self.pods_version = ""
 
     def _ns_path(self, prefix: str, plural: str, ns: str | None) -> str:
         if ns is None:
@@ -655,7 +676,8 @@ class LiveCollector:
             return [redact_object(p) for p in selection.select_pods(
                 normalize_items("pods", items, notes), self.opts.selector)]
         try:
-            return self.reader.list_items(path, {"labelSelector": self.opts.selector}, keep)
+            return self.reader.list_items(path, {"labelSelector": self.opts.selector}, keep,
+                                          on_version=self._pods_at)
         except ReadError as exc:
             server = self.conn.api.configuration.host
             if exc.kind == "tls" or (exc.kind == "network" and _client_cert(self.conn)):
@@ -682,6 +704,9 @@ class LiveCollector:
                 raise ClusterUnreachable(
                     f"not allowed to list pods in {ns or 'any namespace'}: {exc.reason}") from None
             raise ClusterUnreachable(f"listing pods failed: {exc.reason}") from None
+
+    def _pods_at(self, version: str) -> None:
+        self.pods_version = version
 
     def _lister(self, snap: Snapshot, kind: str, path: str,
                 ns: str | None) -> Callable[[], None]:
