@@ -13,9 +13,18 @@ class ContainerOOMKilled(Step):
     title = "Container OOMKilled (CPU RAM limit)"
 
     def judge(self, inputs: Inputs) -> StepResult:
-        ev = [f"{label(pod, ctx)}: not OOMKilled; {ctx.fact('last_termination_reason').evidence}"
-              f"; {ctx.fact('memory_limit').evidence}"
-              for pod, ctx in inputs.containers()]
+        ev: list[str] = []
+        unknown: list[str] = []
+        for pod, ctx in inputs.containers():
+            why = ctx.no_status()
+            if why:  # no status: not OOMKilled is not known, it is not a pass
+                unknown.append(f"{label(pod, ctx)}: {why}")
+                continue
+            ev.append(f"{label(pod, ctx)}: not OOMKilled; "
+                      f"{ctx.fact('last_termination_reason').evidence}; "
+                      f"{ctx.fact('memory_limit').evidence}")
+        if unknown:
+            return self.result(Verdict.UNKNOWN, unknown + ev)
         return self.result(Verdict.PASS, ev)
 
 

@@ -134,6 +134,28 @@ class ContainerContext:
     def status(self) -> Obj:
         return workload.container_status(self.pod, self.name)
 
+    @cached_property
+    def kind(self) -> str:
+        """"container", "init container" or "sidecar container"."""
+        return workload.container_kind(self.pod, self.name)
+
+    @property
+    def status_field(self) -> str:
+        return "containerStatuses" if self.kind == "container" else "initContainerStatuses"
+
+    @property
+    def label(self) -> str:
+        """How evidence names it: ``vllm``, ``init container storage-initializer``."""
+        return self.name if self.kind == "container" else f"{self.kind} {self.name}"
+
+    def no_status(self) -> str | None:
+        """Why nothing is known of the container's state: the API reports no status for it."""
+        phase = (self.pod.get("status") or {}).get("phase") or "no phase"
+        if self.status or phase == "Pending":  # Pending: it has not run, and that is known
+            return None
+        return (f"the API reports no status for {self.kind} {self.name} (pod {phase}, no "
+                f"{self.status_field} entry), so its state is not known")
+
     def log_failure(self, stream: str) -> str | None:
         """Why a log stream that exists could not be read; None when read or absent."""
         if self.snapshot.log(self.namespace, self.pod_name, self.name, stream) is not None:

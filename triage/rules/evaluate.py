@@ -222,7 +222,7 @@ class Evaluator:
 
     def field(self, leaf: FieldLeaf, ctx: ContainerContext) -> Outcome:
         if leaf.scope == "container":
-            obj, label = ctx.status, f"containerStatuses[{ctx.name}]"
+            obj, label = ctx.status, f"{ctx.status_field}[{ctx.name}]"
         elif leaf.scope == "pod":
             obj, label = ctx.pod, f"pod {ctx.pod_name}"
         else:
