@@ -733,18 +733,22 @@ class Handler(BaseHTTPRequestHandler):
     def _pod_log(self, ns: str, pod: dict[str, Any], query: dict[str, str]) -> None:
         name = pod["metadata"]["name"]
         containers = [c["name"] for c in pod["spec"]["containers"]]
+        inits = [c["name"] for c in pod["spec"].get("initContainers") or []]
         container = query.get("container") or (containers[0] if len(containers) == 1 else "")
         if not container:
             self._send(400, _status(400, "BadRequest", f"a container name must be specified for "
-                                    f"pod {name}, choose one of: {containers}"))
+                                    f"pod {name}, choose one of: {containers}"
+                                    + (f" or one of the init containers: {inits}"
+                                       if inits else "")))
             return
-        if container not in containers:
+        if container not in containers + inits:
             self._send(400, _status(400, "BadRequest", f"container {container} is not valid for "
                                     f"pod {name}"))
             return
         previous = query.get("previous") == "true"
-        status = next((c for c in (pod.get("status") or {}).get("containerStatuses") or []
-                       if c.get("name") == container), {})
+        pod_status = pod.get("status") or {}
+        status = next((c for key in ("containerStatuses", "initContainerStatuses")
+                       for c in pod_status.get(key) or [] if c.get("name") == container), {})
         state = status.get("state") or {}
         last = (status.get("lastState") or {}).get("terminated")
         # The kubelet picks the container instance from the pod status, not from what

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import socket
 import ssl
 import sys
@@ -28,7 +29,7 @@ import warnings
 import zlib
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -36,12 +37,13 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import urllib3
+import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
 
 from triage import __version__, selection, workload
-from triage.collect import ClusterUnreachable, InputError, transport
+from triage.collect import ClusterUnreachable, InputError, proxies, transport
 from triage.collect.logtail import keep_end, size_label
 from triage.collect.shape import normalize_items
 from triage.logs import LogSource, decode
@@ -198,10 +200,10 @@ def connect(kubeconfig: str | None, context: str | None, timeout: float,
                 raise InputError(f"kubeconfig {path} has no current context; pass --context")
             ctx_name = chosen.get("name")
             namespace = (chosen.get("context") or {}).get("namespace") or namespace
-            k8s_config.load_kube_config(
-                config_file=path, context=ctx_name, client_configuration=cfg, persist_config=False
-            )
-    except InputError:
+            _bounded(lambda: k8s_config.load_kube_config(
+                config_file=path, context=ctx_name, client_configuration=cfg,
+                persist_config=False), timeout, ctx_name, _exec_command(path, chosen))
+    except (InputError, ClusterUnreachable):
         raise
     except Exception as exc:  # yaml errors and anything the loader raises on bad input
         what = "" if isinstance(exc, ConfigException) else f"{exc.__class__.__name__}: "
@@ -217,6 +219,7 @@ def connect(kubeconfig: str | None, context: str | None, timeout: float,
                                  f"{exec_failed.removeprefix('exec:').strip()}")
     for note in log.seen:
         say(f"vllm-triage: warning: kubernetes client: {note}")
+    _choose_proxy(cfg, say)
     cfg.retries = False  # a dead API server must fail fast, not retry for minutes
     cfg.connection_pool_maxsize = 16
     if not cfg.verify_ssl:
@@ -246,6 +249,76 @@ def list_contexts(kubeconfig: str | None) -> list[str]:
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())[:400]
+
+
+def _choose_proxy(cfg: Any, say: Say) -> None:
+    """The proxy as kubectl picks it (triage.collect.proxies), applied to the client; and
+    no credential sent to a proxy over plain http."""
+    from_kubeconfig = cfg.proxy if not getattr(cfg, "_proxy_from_env", False) else None
+    chosen = proxies.proxy_for(str(cfg.host), from_kubeconfig)
+    cfg.proxy = chosen
+    cfg.no_proxy = ""  # decided above: the client must not second-guess it
+    if chosen and str(cfg.host).lower().startswith("http://"):
+        cfg.api_key, cfg.api_key_prefix, cfg.refresh_api_key_hook = {}, {}, None
+        cfg.username = cfg.password = ""
+        say(f"vllm-triage: warning: the API server {cfg.host} is plain http and reached "
+            f"through the proxy {redact_text(chosen)}: no credentials are sent (they would "
+            "cross the proxy in clear)")
+
+
+def _bounded(load: Callable[[], None], timeout: float, context: str | None,
+             command: str) -> None:
+    """Load the kubeconfig, which runs its exec credential plugin, within --request-timeout:
+    a plugin that never returns (a login prompt with no terminal) is named and stopped."""
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            load()
+        except BaseException as exc:  # handed to the waiting thread
+            failure.append(exc)
+    worker = threading.Thread(target=run, name="kubeconfig-load", daemon=True)
+    before = _children()
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        for pid in _children() - before:  # the plugin this load started, and nothing else
+            with suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
+        raise ClusterUnreachable(
+            f"the exec credential plugin of context {context!r}"
+            + (f" ({command})" if command else "")
+            + f" did not return within --request-timeout {timeout:g}s")
+    if failure:
+        raise failure[0]
+
+
+def _children() -> set[int]:
+    """This process's child processes (Linux /proc; empty elsewhere)."""
+    out: set[int] = set()
+    me = os.getpid()
+    with suppress(OSError):
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            with suppress(OSError, ValueError, IndexError):
+                stat_text = Path(f"/proc/{entry}/stat").read_text()
+                if int(stat_text.rsplit(")", 1)[1].split()[1]) == me:
+                    out.add(int(entry))
+    return out
+
+
+def _exec_command(path: str, context: Obj) -> str:
+    """The exec credential plugin's command of a context's user, "" without one."""
+    user = str((context.get("context") or {}).get("user") or "")
+    for name in (p for p in path.split(os.pathsep) if p):
+        with suppress(Exception):  # the loader reports a broken file itself
+            data = yaml.safe_load(Path(name).read_text()[:1_000_000]) or {}
+            for entry in data.get("users") or []:
+                if isinstance(entry, dict) and entry.get("name") == user:
+                    return str(((entry.get("user") or {}).get("exec") or {}).get("command")
+                               or "")
+    return ""
 
 
 _ERROR_BODY_BYTES = 64 * 1024
@@ -888,7 +961,8 @@ class LiveCollector:
         ns, name = str(meta(pod).get("namespace")), str(meta(pod).get("name"))
         if (pod.get("status") or {}).get("phase") != "Running":
             return []
-        vllm = selection.triaged_containers(pod, self.opts.selector)
+        vllm = [c for c in selection.triaged_containers(pod, self.opts.selector)
+                if workload.container_kind(pod, str(c.get("name"))) != "init container"]
         running = [c for c in vllm if workload.container_status(pod, str(c.get("name"))).get(
             "state", {}).get("running")]
         if not running:
