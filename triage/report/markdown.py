@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from triage.report.shown import beside_of, pods_label, remedies
 from triage.results import PodResult, Report, Verdict
 
 VERDICT_MARK = {"pass": "✅ pass", "warn": "⚠️ warn", "fail": "❌ fail",
@@ -146,6 +147,9 @@ def render(report: Report, color: bool = False) -> str:
             first += f" *(+{more} more)*"
         out.append(f"| {s.step} | {inline(s.title)} | {VERDICT_MARK[s.verdict.value]} | "
                    f"{first} |")
+        for row in beside_of(report, s.step):
+            out.append(f"| ↳ | {code(row.id)}: {inline(row.title)} (beside step {s.step}) | "
+                       f"{VERDICT_MARK[row.verdict.value]} | on {inline(pods_label(row.pods))} |")
     out.append("")
 
     flagged = [s for s in report.checklist if s.verdict in (Verdict.FAIL, Verdict.WARN)]
@@ -158,14 +162,14 @@ def render(report: Report, color: bool = False) -> str:
             out.append(fenced(list(s.evidence) or ["(no evidence)"]))
             out.append("")
 
-    remedies = [s for s in flagged if s.remediation]
-    if remedies:
+    todo = remedies(report)
+    if todo:
         out.append("#### Remediation")
         out.append("")
-        for s in remedies:
-            out.append(f"**Step {s.step}. {inline(s.title)}**")
+        for remedy in todo:
+            out.append(f"**{inline(remedy.heading)}**")
             out.append("")
-            for rem in s.remediation:
+            for rem in remedy.texts:
                 out.extend(_remediation(rem))
                 out.append("")
 

@@ -10,7 +10,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from triage.results import TIMELINE_KINDS, PodResult, Report, Severity, TimelineEvent, Verdict
+from triage.report.shown import beside_of, pods_label, remedies
+from triage.results import TIMELINE_KINDS, PodResult, Report, Severity, TimelineEvent
 
 VERDICT_STYLE = {"pass": "bold green", "warn": "bold yellow", "fail": "bold red",
                  "unknown": "bold magenta", "n/a": "dim"}
@@ -41,13 +42,12 @@ def render(report: Report, color: bool = False) -> str:
                       "vLLM). Use -l to select pods by label.")
 
     console.print(_checklist(report))
-    failing = [s for s in report.checklist if s.verdict in (Verdict.FAIL, Verdict.WARN)]
-    if failing:
+    todo = remedies(report)
+    if todo:
         console.print(Text("What to do", style="bold"))
-        for s in failing:
-            for rem in s.remediation:
-                console.print(Text(f"Step {s.step}. {s.title}", style=VERDICT_STYLE[
-                    s.verdict.value]))
+        for remedy in todo:
+            for rem in remedy.texts:
+                console.print(Text(remedy.heading, style=VERDICT_STYLE[remedy.verdict.value]))
                 for line in rem.splitlines():
                     console.print(f"  {escape(line)}")
         console.print()
@@ -132,4 +132,8 @@ def _checklist(report: Report) -> Table:
         text = "\n".join(evidence) + (f"\n(+{more} more lines)" if more > 0 else "")
         table.add_row(str(s.step), s.title, Text(s.verdict.value,
                       style=VERDICT_STYLE[s.verdict.value]), Text(text))
+        for b in beside_of(report, s.step):
+            table.add_row("", Text(f"└ {b.id}", style="bold"), Text(
+                b.verdict.value, style=VERDICT_STYLE[b.verdict.value]),
+                Text(f"{b.title} (not a step {s.step} question) on {pods_label(b.pods)}"))
     return table

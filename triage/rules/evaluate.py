@@ -24,6 +24,7 @@ import regex
 from triage import workload
 from triage.facts import ContainerContext, Fact
 from triage.logs import LogLine, Query, QuerySet, parse_line
+from triage.metrics import describe
 from triage.results import Finding, Severity, Unevaluated, Verdict
 from triage.rules.fields import dig_path
 from triage.rules.language import (
@@ -310,7 +311,7 @@ class Evaluator:
             return FALSE
         if leaf.comparison is not None and not compare(value, leaf.comparison):
             return FALSE
-        return _true(f"{ctx.metrics_source()}: {leaf.name} = {value:.4g}")
+        return _true(f"{describe(leaf.name, value)} ({ctx.metrics_source()})")
 
 
 def _merge(groups: Any) -> list[str]:
@@ -521,7 +522,7 @@ def apply(evaluator: Evaluator, pattern: Pattern, diag: PodDiagnosis) -> None:
             diag.findings.append(Finding(
                 id=pattern.id, severity=pattern.severity, title=pattern.title, step=pattern.step,
                 container=ctx.name, evidence=tuple(evidence), remediation=pattern.remediation,
-                fallback=pattern.fallback))
+                fallback=pattern.fallback, answers_step=pattern.answers_step))
     diag.states[pattern.id] = _state(outcomes)
 
 
@@ -592,7 +593,7 @@ def warn_when(evaluator: Evaluator, patterns: tuple[Pattern, ...], diag: PodDiag
             diag.findings.append(Finding(
                 id=pattern.id, severity=Severity.WARNING, title=pattern.title,
                 step=pattern.step, container=ctx.name, evidence=tuple(evidence),
-                remediation=pattern.remediation))
+                remediation=pattern.remediation, answers_step=pattern.answers_step))
             diag.states[pattern.id] = Truth.TRUE
             raised.add(pattern.id)
             break  # one finding per pod, as for the critical form's first container
