@@ -112,8 +112,7 @@ _HUMAN = {"e2e_latency": "e2e latency", "ttft": "time to first token",
           "requests_waiting": "requests waiting", "kv_cache_usage": "KV cache usage",
           "preemptions": "preemptions", "requests_finished": "requests finished",
           "prompt_tokens": "prompt tokens", "generation_tokens": "generated tokens"}
-_SUFFIX = {"p50": "P50", "p90": "P90", "p99": "P99", "mean": "mean", "max": "max",
-           "count": "requests"}
+_SUFFIX = {"p50": "P50", "p90": "P90", "p99": "P99", "mean": "mean", "max": "max"}
 
 
 def human_name(name: str) -> str:
@@ -124,6 +123,8 @@ def human_name(name: str) -> str:
     if name in WINDOW_RATES:
         return WINDOW_RATES[name][1].split(" (", 1)[0]
     base, _, suffix = name.rpartition("_")
+    if base in _HUMAN and suffix == "count":
+        return f"requests in the {_HUMAN[base]} histogram"
     if base in _HUMAN and suffix in _SUFFIX:
         return f"{_HUMAN[base]} {_SUFFIX[suffix]}"
     return _HUMAN.get(name, name.replace("_", " "))

@@ -9,6 +9,7 @@ cluster cannot be reached or refuses the credentials.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 import traceback
@@ -100,10 +101,21 @@ def guard(debug: bool) -> Iterator[None]:
               EXIT_USAGE)
 
 
+def terminal_width() -> int | None:
+    """The width the table is drawn to: COLUMNS, else the terminal's; None for a pipe."""
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    if sys.stdout.isatty():
+        return shutil.get_terminal_size((120, 24)).columns
+    return None
+
+
 def emit(report: Report, output: Output, output_file: Path | None) -> None:
-    from triage.report import writers
+    from triage.report import table, writers
 
     render = writers()
+    render["table"] = lambda r, color: table.render(r, color, width=terminal_width())
     if output.value not in render:
         fail(f"output format {output.value!r} is not available in this build", EXIT_USAGE)
     if output_file is not None:
