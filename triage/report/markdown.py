@@ -138,6 +138,7 @@ def _findings(pods: tuple[PodResult, ...]) -> list[str]:
     if not found:
         return []
     out = ["#### Findings", ""]
+    seen: dict[str, set[str]] = {}  # pod -> evidence lines already shown (one per fact)
     for pod, f in found:
         where = f"{pod.namespace}/{pod.name}"
         if f.container:
@@ -146,7 +147,9 @@ def _findings(pods: tuple[PodResult, ...]) -> list[str]:
                    f"{code(f.id)}: {inline(f.title)} on {code(where)} "
                    f"({'step' if f.answers_step else 'beside step'} {f.step})")
         out.append("")
-        evidence = list(dict.fromkeys(f.evidence))
+        shown_here = seen.setdefault(f"{pod.namespace}/{pod.name}", set())
+        evidence = [e for e in dict.fromkeys(f.evidence) if e not in shown_here]
+        shown_here.update(evidence)
         shown, _hidden = pick(evidence, IN_SIGHT)
         rest = [e for e in evidence if e not in shown]
         if shown:
