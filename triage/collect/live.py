@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+import regex
 import urllib3
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
@@ -440,8 +441,22 @@ def _network_reason(exc: Exception, timeout: float | None = None) -> str:
     if "timed out" in text.lower() or isinstance(inner, (TimeoutError, socket.timeout)):
         if timeout is not None:
             return f"timed out: no answer within --request-timeout {timeout:g}s"
-        return f"timed out ({text})"
-    return text
+        return f"timed out ({_plain(text)})"
+    return _plain(text)
+
+
+# urllib3 names its connection class and repr in front of the OS error:
+# "DeadlineHTTPSConnection(host='127.0.0.1', port=1): Failed to establish a new
+# connection: [Errno 111] Connection refused". People need the last part.
+_LIBRARY_PREFIX = regex.compile(r"^(?:<?[A-Za-z_.]*(?:Connection|Pool)[A-Za-z]*(?:\([^)]*\)|"
+                                r" object at 0x[0-9a-f]+>)?: )+")
+_ERRNO = regex.compile(r"^(?:Failed to establish a new connection: )?\[Errno -?\d+\] ")
+
+
+def _plain(text: str) -> str:
+    """A network error in words: no library class names, no errno numbers."""
+    out = _ERRNO.sub("", _LIBRARY_PREFIX.sub("", text))
+    return (out[:1].lower() + out[1:]) if out else text
 
 
 def _status_reason(status: int, body: bytes) -> str:

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import typer
 
 from triage.commands.common import (
     AllNsOpt,
     ContextOpt,
     DebugOpt,
+    FailOnOpt,
     KubeconfigOpt,
     NamespaceOpt,
-    Output,
     OutputFileOpt,
+    OutputOpt,
     PatternsOpt,
     PromCaOpt,
     PrometheusArgs,
@@ -22,14 +21,17 @@ from triage.commands.common import (
     PromPasswordOpt,
     PromTokenOpt,
     PromUserOpt,
+    QuietOpt,
     SelectorOpt,
     SinceOpt,
     TailOpt,
     TimeoutOpt,
+    check_report_flags,
     emit,
     guard,
     live_collector,
     progress,
+    report_format,
 )
 
 
@@ -39,8 +41,10 @@ def scan(
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
     selector: SelectorOpt = None,
-    output: Annotated[Output, typer.Option("-o", "--output", help="Report format.")] = Output.table,
+    output: OutputOpt = "table",
     output_file: OutputFileOpt = None,
+    quiet: QuietOpt = False,
+    fail_on: FailOnOpt = "critical",
     request_timeout: TimeoutOpt = "30s",
     tail_lines: TailOpt = 3000,
     patterns: PatternsOpt = None,
@@ -58,6 +62,8 @@ def scan(
                           prometheus_password, prometheus_ca_file,
                           prometheus_insecure_skip_tls_verify)
     with guard(debug):
+        fmt = report_format(output)
+        check_report_flags(output_file, quiet, fail_on)
         with progress() as tick:
             collector = live_collector(namespace, all_namespaces, kubeconfig, context,
                                        selector, request_timeout, tail_lines, tick, prom)
@@ -68,5 +74,5 @@ def scan(
                 from triage import pipeline
 
                 report = pipeline.analyze(snap, list(patterns or []), arrivals)
-        emit(report, output, output_file)
-    raise typer.Exit(pipeline.exit_code(report))
+        emit(report, fmt, output_file, quiet)
+    raise typer.Exit(pipeline.exit_code(report, fail_on))
