@@ -36,6 +36,7 @@ COBRA_DEFAULT, COBRA_NO_FILES, COBRA_DIRS = 0, 4, 16
 
 
 def completion(
+    ctx: typer.Context,
     shell: Annotated[str, typer.Argument(metavar="SHELL", hidden=True)],
     debug: DebugOpt = False,
 ) -> None:
@@ -48,9 +49,8 @@ def completion(
         cls = SHELLS.get(shell.strip().lower())
         if cls is None:
             raise InputError(f"no completion for shell {shell!r}; use bash, zsh or fish")
-        from triage.cli import app  # the whole application, to complete its commands
-
-        typer.echo(cls(typer.main.get_command(app), {}, PROG, COMPLETE_VAR).source())
+        root = ctx.find_root().command  # the whole application, to complete its commands
+        typer.echo(cls(root, {}, PROG, COMPLETE_VAR).source())
 
 
 def answer_shell(app: typer.Typer, prog: str) -> int:
