@@ -22,7 +22,7 @@ from typing import Annotated
 import typer
 
 from triage import __version__
-from triage.commands import analyze, collect, completion, patterns, scan, watch
+from triage.commands import analyze, collect, completion, lint, patterns, scan, watch
 from triage.commands.common import EXIT_OK, Terminated, on_sigterm, write_atomically
 
 __all__ = ["Terminated", "app", "kubectl_complete", "main", "write_atomically"]
@@ -80,6 +80,7 @@ app.command("collect")(collect.collect)
 app.command("analyze")(analyze.analyze)
 app.command("patterns")(patterns.list_patterns)
 app.command("watch", epilog=watch.EPILOG)(watch.watch)
+app.command("lint", epilog=lint.EPILOG)(lint.lint)
 app.command("completion")(completion.completion)
 
 
