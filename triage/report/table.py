@@ -142,12 +142,13 @@ def _hanging(line: str, indent: int, style: str = "") -> RenderableType:
     """A line that wraps under itself, not under the margin ('- ' items under their text)."""
     bullet = len(line) - len(line.lstrip(" ")) + (2 if line.lstrip().startswith("- ") else 0)
     if not bullet:
-        return Padding(Text(line, style=style, overflow="fold"), (0, 0, 0, indent))
-    grid = Table.grid()
-    grid.add_column(width=indent + bullet, no_wrap=True)
+        return Padding(Text(line, style=style, overflow="fold"), (0, 0, 0, indent),
+                       expand=False)
+    grid = Table.grid(expand=False)
+    grid.add_column(width=bullet, no_wrap=True)
     grid.add_column(ratio=1, overflow="fold")
     grid.add_row(Text(line[:bullet], style=style), Text(line[bullet:], style=style))
-    return Padding(grid, (0, 0, 0, indent))
+    return Padding(grid, (0, 0, 0, indent), expand=False)
 
 
 def _evidence(lines: list[str], dim: bool) -> list[RenderableType]:
