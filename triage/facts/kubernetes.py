@@ -155,7 +155,8 @@ def image_pull_seconds(ctx: ContainerContext) -> Measured:
             if took is None:
                 continue
             when = event_times(ev).last or ""
-            detail = f"kubelet event Pulled ({when}{ctx.snapshot.clock_skew(when)}): {message}"
+            # The kubelet's whole sentence (sizes, "including waiting") is noise per pod.
+            detail = f"kubelet Pulled event {when}{ctx.snapshot.clock_skew(when)}".rstrip()
             if longest is None or took > longest[0]:
                 longest = (took, detail)
             continue

@@ -29,7 +29,7 @@ from triage import workload
 from triage.facts import LOG_QUERIES, ContainerContext
 from triage.logs import LogLine, Query
 from triage.results import GpuBudget, TimelineEvent, WindowSeries
-from triage.snapshot import CURRENT, PREVIOUS, event_times, meta
+from triage.snapshot import CURRENT, PREVIOUS, event_times, meta, parse_rfc3339
 from triage.startup import StartupReport
 
 _VLLM_STAMP = regex.compile(r"\b(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b")
@@ -49,14 +49,7 @@ ERROR_LINES = LOG_QUERIES.add(Query(regex.compile("."), frozenset({"ERROR", "CRI
 CAPACITY = LOG_QUERIES.add(Query(_TOTAL_CAPACITY))
 
 
-def parse_time(stamp: Any) -> datetime | None:
-    if not isinstance(stamp, str) or not stamp:
-        return None
-    try:
-        when = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+parse_time = parse_rfc3339  # an RFC 3339 time of the API (UTC when it names no zone)
 
 
 def iso(when: datetime) -> str:
@@ -87,8 +80,13 @@ _BAR = regex.compile(r"\|[\u2580-\u259f ]+\|")  # a tqdm progress bar
 
 
 def _short(text: str, limit: int = 140) -> str:
+    """One line of at most ``limit`` characters, cut at a word with an ellipsis."""
     flat = " ".join(_BAR.sub("|", text).split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+    if len(flat) <= limit:
+        return flat
+    head = flat[:limit - 1]
+    space = head.rfind(" ")
+    return (head[:space] if space >= limit // 2 else head).rstrip(" ,;:") + "…"
 
 
 def _run_starts(ctx: ContainerContext) -> dict[str, datetime | None]:
