@@ -13,9 +13,18 @@ class ContainerOOMKilled(Step):
     title = "Container OOMKilled (CPU RAM limit)"
 
     def judge(self, inputs: Inputs) -> StepResult:
-        ev = [f"{label(pod, ctx)}: not OOMKilled; {ctx.fact('last_termination_reason').evidence}"
-              f"; {ctx.fact('memory_limit').evidence}"
-              for pod, ctx in inputs.containers()]
+        ev: list[str] = []
+        unknown: list[str] = []
+        for pod, ctx in inputs.containers():
+            why = ctx.no_status()
+            if why:  # no status: not OOMKilled is not known, it is not a pass
+                unknown.append(f"{label(pod, ctx)}: {why}")
+                continue
+            ev.append(f"{label(pod, ctx)}: not OOMKilled; "
+                      f"{ctx.fact('last_termination_reason').evidence}; "
+                      f"{ctx.fact('memory_limit').evidence}")
+        if unknown:
+            return self.result(Verdict.UNKNOWN, unknown + ev)
         return self.result(Verdict.PASS, ev)
 
 
@@ -138,6 +147,28 @@ def _latency_line(pod: PodDiagnosis, ctx: ContainerContext) -> str:
             f"({source})")
 
 
+def _recent_queue(ctx: ContainerContext) -> list[str]:
+    """The queue as vLLM's own stats lines said it in the last minutes (without Prometheus:
+    a histogram since the server started cannot say what happens now)."""
+    if ctx.window is not None:
+        return []
+    out = []
+    for name in ("recent_requests_waiting", "recent_kv_cache_usage"):
+        f = ctx.fact(name)
+        if f.known and f.value is not None:
+            out.append(f.evidence)
+    return out
+
+
+def _since_start(inputs: Inputs) -> list[str]:
+    """Say so when a step was judged from histograms since the server started."""
+    if any(ctx.window is None and ctx.snapshot.prometheus is None
+           for _, ctx in _with_metrics(inputs)):
+        return ["judged from /metrics histograms since the server started, which can hide a "
+                "queue of the last minutes: --prometheus auto (or a URL) measures a window"]
+    return []
+
+
 def _prometheus_note(inputs: Inputs) -> list[str]:
     """When Prometheus was asked and said nothing about a pod, say the step is judged from
     the scrape, and why."""
@@ -151,11 +182,18 @@ def _prometheus_note(inputs: Inputs) -> list[str]:
         if ctx.window is not None:
             out.append(f"window: {ctx.window.source}, {ctx.window.label.split(', ', 1)[1]} "
                        f"ending {ctx.window.end}")
+        elif prom is not None and ctx.telemetry is not None and ctx.telemetry.not_numbers:
+            names = ", ".join(f"{n} {v}" for n, v in sorted(ctx.telemetry.not_numbers.items()))
+            out.append(f"{label(pod)}: {prom.source} answered no numbers for it, only {names} "
+                       "(judged from one scrape of /metrics)")
         elif prom is not None and ctx.metric_values() is not None:
             out.append(f"{label(pod)}: {prom.source} has no vLLM series with namespace="
                        f"{pod.namespace}, pod={pod.name} in the last "
                        f"{prom.label.rsplit(' ', 1)[-1]} (judged from one scrape of /metrics)")
     return list(dict.fromkeys(out))
+
+
+_LATENCY = ("e2e_latency", "ttft", "queue_time", "itl")
 
 
 class P99Latency(Step):
@@ -167,10 +205,17 @@ class P99Latency(Step):
         if missing:
             return missing
         ev: list[str] = []
+        unknown: list[str] = []
         for pod, ctx in _with_metrics(inputs):
+            problems = ctx.metric_problems()
+            unknown += [f"{label(pod)}: {why}" for name, why in problems.items()
+                        if name.startswith(_LATENCY)]
             ev.append(_latency_line(pod, ctx))
             ev.append(f"  {ctx.fact('max_num_batched_tokens').evidence}")
-        return self.result(Verdict.PASS, ev + _prometheus_note(inputs))
+            ev += [f"  now: {line}" for line in _recent_queue(ctx)]
+        if unknown:  # a latency that could not be computed is never a pass
+            return self.result(Verdict.UNKNOWN, list(dict.fromkeys(unknown)) + ev)
+        return self.result(Verdict.PASS, ev + _prometheus_note(inputs) + _since_start(inputs))
 
 
 class ProbeTiming(Step):
@@ -231,7 +276,8 @@ class AutoscaleTarget(Step):
         ev = list(scalers)
         for pod, ctx in _with_metrics(inputs):
             ev.append(_queue_line(pod, ctx))
-        return self.result(Verdict.PASS, ev + _prometheus_note(inputs))
+            ev += [f"  now: {line}" for line in _recent_queue(ctx)]
+        return self.result(Verdict.PASS, ev + _prometheus_note(inputs) + _since_start(inputs))
 
 
 def _queue_line(pod: PodDiagnosis, ctx: ContainerContext) -> str:

@@ -376,6 +376,11 @@ def _load(source: _Source) -> Snapshot:
     snap.absent_kinds = {str(k) for k in absent} if isinstance(absent, list) else set()
     notes = man.get("notes")
     snap.notes = [n for n in notes if isinstance(n, str)] if isinstance(notes, list) else []
+    elsewhere = man.get("vllm_elsewhere")
+    if isinstance(elsewhere, dict):
+        snap.vllm_elsewhere = {str(k): v for k, v in elsewhere.items()
+                               if isinstance(v, int) and not isinstance(v, bool)}
+    snap.elsewhere_unknown = _text(man.get("elsewhere_unknown"))
     redacted = man.get("schema") is not None and man.get("redaction") == REDACTION_VERSION
     for kind in ALL_KINDS:
         for ext in (".json", ".yaml", ".yml"):
@@ -435,7 +440,8 @@ def _prometheus_document(window: PrometheusWindow) -> dict[str, Any]:
         "errors": {k: redact_text(v) for k, v in sorted(window.errors.items())},
         "pods": [{"namespace": ns, "pod": pod, "values": t.values, "by_model": t.by_model,
                   "series": {k: [list(p) for p in v] for k, v in t.series.items()},
-                  "gpus": [redact_object(g) for g in t.gpus], "restarts": t.restarts}
+                  "gpus": [redact_object(g) for g in t.gpus], "restarts": t.restarts,
+                  **({"not_numbers": t.not_numbers} if t.not_numbers else {})}
                  for (ns, pod), t in sorted(window.pods.items())],
     }
 
@@ -455,7 +461,9 @@ def _read_prometheus(source: _Source, budget: list[int]) -> PrometheusWindow:
                 series={str(k): [(float(t), float(v)) for t, v in points]
                         for k, points in (item.get("series") or {}).items()},
                 gpus=[redact_object(g) for g in item.get("gpus") or [] if isinstance(g, dict)],
-                restarts={str(k): float(v) for k, v in (item.get("restarts") or {}).items()})
+                restarts={str(k): float(v) for k, v in (item.get("restarts") or {}).items()},
+                not_numbers={str(k): str(v) for k, v in (item.get("not_numbers") or {}).items()
+                             if v in ("NaN", "+Inf", "-Inf")})
         return PrometheusWindow(
             source=str(data["source"]), window_seconds=float(data["window_seconds"]),
             end=str(data["end"]), step_seconds=float(data.get("step_seconds") or 60),
@@ -496,6 +504,8 @@ def write(snapshot: Snapshot, out: Path) -> None:
         "absent_kinds": sorted(snapshot.absent_kinds),
         "redaction": REDACTION_VERSION,
         "notes": [redact_text(n) for n in snapshot.notes],
+        "vllm_elsewhere": snapshot.vllm_elsewhere,
+        "elsewhere_unknown": snapshot.elsewhere_unknown,
     }
     members: list[tuple[str, bytes]] = [
         ("manifest.json", json.dumps(manifest, indent=2).encode())]

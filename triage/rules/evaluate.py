@@ -24,6 +24,7 @@ import regex
 from triage import workload
 from triage.facts import REGISTRY, ContainerContext, Fact
 from triage.logs import LogLine, Query, QuerySet, parse_line
+from triage.metrics import describe
 from triage.results import Finding, Location, Severity, Unevaluated, Verdict
 from triage.rules.fields import dig_path
 from triage.rules.language import (
@@ -44,7 +45,7 @@ from triage.rules.language import (
     RootCauseLeaf,
     walk,
 )
-from triage.snapshot import LOG_STREAMS, Obj, Snapshot, meta
+from triage.snapshot import LOG_STREAMS, Obj, Snapshot, event_times, meta
 
 REGISTRY_UNITS = {name: spec.unit for name, spec in REGISTRY.items()}
 # No single regex search may take longer than this: a pattern that hits it
@@ -242,7 +243,7 @@ class Evaluator:
             return _unknown(f"needs {what}: {static}")
         at: tuple[Location, ...] = ()
         if leaf.scope == "container":
-            obj, label = ctx.status, f"containerStatuses[{ctx.name}]"
+            obj, label = ctx.status, f"{ctx.status_field}[{ctx.name}]"
         elif leaf.scope == "pod":
             obj, label = ctx.pod, f"pod {ctx.pod_name}"
             at = (ctx.pod_field(*leaf.path),)
@@ -262,11 +263,13 @@ class Evaluator:
     def event(self, leaf: EventLeaf, ctx: ContainerContext, pid: str) -> Outcome:
         events: list[Obj] = []
         if leaf.about in ("pod", "any"):
-            events += ctx.snapshot.events_about("Pod", ctx.namespace, ctx.pod_name)
+            events += ctx.snapshot.events_about("Pod", ctx.namespace, ctx.pod_name,
+                                                str(meta(ctx.pod).get("uid") or ""))
         if leaf.about in ("owner", "any"):
             for owner in workload.owner_chain(ctx.snapshot, ctx.pod):
                 events += ctx.snapshot.events_about(str(owner.get("kind")), ctx.namespace,
-                                                    str(meta(owner).get("name")))
+                                                    str(meta(owner).get("name")),
+                                                    str(meta(owner).get("uid") or ""))
         out: list[str] = []
         for ev in events:
             if leaf.type and ev.get("type") != leaf.type:
@@ -281,12 +284,11 @@ class Evaluator:
                     continue
             except TimeoutError:
                 continue
-            inv = ev.get("involvedObject") or {}
-            count = ev.get("count") or (ev.get("series") or {}).get("count") or 1
-            when = ev.get("lastTimestamp") or ev.get("eventTime") or meta(ev).get(
-                "creationTimestamp")
+            inv = ev.get("involvedObject") or ev.get("regarding") or {}
+            seen = event_times(ev)
+            skew = ctx.snapshot.clock_skew(seen.last)
             item = (f"event {ev.get('type', '')} {reason} on {inv.get('kind')}/{inv.get('name')}"
-                    f" (x{count}, last {when}): {parse_line(0, message).raw}")
+                    f" (x{seen.count}, last {seen.last}{skew}): {parse_line(0, message).raw}")
             if item not in out:
                 out.append(item)
         if out:
@@ -337,10 +339,11 @@ class Evaluator:
         values = ctx.metric_values()
         value = values.get(leaf.name) if values is not None else None
         if value is None:
-            return FALSE
+            problem = ctx.metric_problems().get(leaf.name)
+            return _unknown(problem) if problem else FALSE
         if leaf.comparison is not None and not compare(value, leaf.comparison):
             return FALSE
-        return _true(f"{ctx.metrics_source()}: {leaf.name} = {value:.4g}")
+        return _true(f"{describe(leaf.name, value)} ({ctx.metrics_source()})")
 
 
 def _merge(groups: Any) -> list[str]:
@@ -552,7 +555,8 @@ def apply(evaluator: Evaluator, pattern: Pattern, diag: PodDiagnosis) -> None:
             diag.findings.append(Finding(
                 id=pattern.id, severity=pattern.severity, title=pattern.title, step=pattern.step,
                 container=ctx.name, evidence=tuple(evidence), remediation=pattern.remediation,
-                fallback=pattern.fallback, at=outcome.at))
+                fallback=pattern.fallback, answers_step=pattern.answers_step,
+                at=outcome.at))
     diag.states[pattern.id] = _state(outcomes)
 
 
@@ -623,7 +627,8 @@ def warn_when(evaluator: Evaluator, patterns: tuple[Pattern, ...], diag: PodDiag
             diag.findings.append(Finding(
                 id=pattern.id, severity=Severity.WARNING, title=pattern.title,
                 step=pattern.step, container=ctx.name, evidence=tuple(evidence),
-                remediation=pattern.remediation, at=outcome.at))
+                remediation=pattern.remediation, answers_step=pattern.answers_step,
+                at=outcome.at))
             diag.states[pattern.id] = Truth.TRUE
             raised.add(pattern.id)
             break  # one finding per pod, as for the critical form's first container

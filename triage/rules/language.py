@@ -179,6 +179,10 @@ class Pattern:
     # does not hold but this does, the finding is raised as a warning
     # (``disk-full``: a disk "over 95% full" that has not failed a write yet).
     warn_when: Condition | None = None
+    # False: the finding is not what its step asks about (a port clash under
+    # step 2 "CUDA OOM"); it is shown as its own row beside that step and
+    # leaves the step's verdict to the step's own question.
+    answers_step: bool = True
 
     def finding_refs(self) -> set[str]:
         """Finding ids this pattern's conditions look at (it is evaluated after them)."""
