@@ -332,6 +332,23 @@ CASES: dict[str, list[tuple[dict[str, Any], Any]]] = {
          22600.0 - 0.5 * 23034.0), ({}, None)],
     "restarts_in_window": [({"telemetry": telemetry(restarts={"vllm": 3.0})}, 3.0),
                            ({"telemetry": telemetry()}, None), ({}, None)],
+    # Where the container may write (cache-dir-not-writable's evidence).
+    "run_as_user": [({"container": {"securityContext": {"runAsUser": 1000680000}}}, 1000680000),
+                    ({"pod": {"spec": {"securityContext": {"runAsUser": 1001}}}}, 1001),
+                    ({"pod": {"spec": {"securityContext": {"runAsUser": 1001}}},
+                      "container": {"securityContext": {"runAsUser": 0}}}, 0),
+                    ({}, None)],
+    "fs_group": [({"pod": {"spec": {"securityContext": {"fsGroup": 2000}}}}, 2000), ({}, None)],
+    "read_only_root_filesystem": [
+        ({"container": {"securityContext": {"readOnlyRootFilesystem": True}}}, True),
+        ({}, False)],
+    "cache_env": [
+        ({"container": {"env": [{"name": "HF_HOME", "value": "/cache/hf"},
+                                {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {
+                                    "name": "hf", "key": "token"}}},
+                                {"name": "LOG_LEVEL", "value": "debug"}]}},
+         ["HF_HOME=/cache/hf"]),
+        ({}, [])],
 }
 
 

@@ -320,6 +320,7 @@ def describe_registry() -> list[FactSpec]:
 from triage.facts import container as _container  # noqa: E402,F401
 from triage.facts import engine as _engine  # noqa: E402,F401
 from triage.facts import failures as _failures  # noqa: E402,F401
+from triage.facts import filesystem as _filesystem  # noqa: E402,F401
 from triage.facts import kubernetes as _kubernetes  # noqa: E402,F401
 from triage.facts import node as _node  # noqa: E402,F401
 from triage.facts import probes as _probes  # noqa: E402,F401

@@ -166,6 +166,10 @@ class Pattern:
     # does not hold but this does, the finding is raised as a warning
     # (``disk-full``: a disk "over 95% full" that has not failed a write yet).
     warn_when: Condition | None = None
+    # A generic finding (engine-died, startup-stalled) stands back when a more
+    # specific one of at least this severity is raised on the same pod: the
+    # specific one explains the same crash and leads (see ``diagnose``).
+    explained_by: Severity | None = None
 
     def finding_refs(self) -> set[str]:
         """Finding ids this pattern's conditions look at (it is evaluated after them)."""

@@ -69,7 +69,7 @@ class PatternError(ValueError):
 _ID = regex.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _TOP_KEYS = {
     "id", "severity", "title", "step", "remediation", "when", "summary", "show", "fallback",
-    "yields_to", "escalate", "examples", "references", "warn_when",
+    "yields_to", "escalate", "examples", "references", "warn_when", "explained_by",
 }
 _EXAMPLE_KEYS = {"name", "reports", "log", "previous_log", "status", "pod", "container",
                  "events", "node", "objects", "facts", "metrics", "findings", "unread",
@@ -389,6 +389,18 @@ class _Reader:
                 raise self.fail("warn_when", "only a critical pattern that is not a fallback "
                                 "has a milder warning form")
             warn_when = self.condition(data["warn_when"], "warn_when")
+        explained_by = None
+        if data.get("explained_by") is not None:
+            rule = data["explained_by"]
+            levels = [s.value for s in Severity]
+            if not isinstance(rule, dict) or set(rule) != {"severity"} or \
+                    rule["severity"] not in levels:
+                raise self.fail("explained_by", "must be {severity: LEVEL}, LEVEL one of "
+                                + ", ".join(levels))
+            if data.get("fallback"):
+                raise self.fail("explained_by", "a fallback already stands back for every "
+                                "critical finding")
+            explained_by = Severity(rule["severity"])
         return Pattern(
             id=pid,
             severity=Severity(severity),
@@ -406,6 +418,7 @@ class _Reader:
             references=tuple(str(r) for r in refs),
             source=self.source,
             warn_when=warn_when,
+            explained_by=explained_by,
         )
 
 
