@@ -332,6 +332,50 @@ CASES: dict[str, list[tuple[dict[str, Any], Any]]] = {
          22600.0 - 0.5 * 23034.0), ({}, None)],
     "restarts_in_window": [({"telemetry": telemetry(restarts={"vllm": 3.0})}, 3.0),
                            ({"telemetry": telemetry()}, None), ({}, None)],
+    # Progress (startup-stalled, engine-hung); the example snapshot is collected at 03:00:00.
+    "log_silent_seconds": [
+        ({"log": "2026-11-28T02:35:50.081Z x NCCL INFO Bootstrap : Using eth0\n",
+          "status": {"state": {"running": {"startedAt": "2026-11-28T02:35:00Z"}}}}, 1449.919),
+        ({"log": "(APIServer pid=1) INFO 11-28 02:50:00 [api_server.py:1805] vLLM API server "
+                 "version 0.10.1.1\n",
+          "status": {"state": {"running": {"startedAt": "2026-11-28T02:49:00Z"}}}}, 600.0),
+        # a progress bar without a time of its own: not measured
+        ({"log": "(APIServer pid=1) INFO 11-28 02:50:00 [x.py:1] y\nLoading safetensors "
+                 "checkpoint shards:  53% Completed | 16/30 [19:01<15:40, 71.34s/it]\n"}, None),
+        ({"log": "", "status": {"state": {"running": {"startedAt": "2026-11-28T02:40:00Z"}}}},
+         1200.0),
+        ({"status": {"state": {"waiting": {"reason": "CrashLoopBackOff"}}}}, None),
+        ({"unread": ["logs"]}, "UNKNOWN")],
+    "startup_milestone": [
+        ({"log": "2026-11-28T02:35:31Z (EngineCore_0 pid=270) INFO 11-28 02:35:31 [core.py:74] "
+                 "Initializing a V1 LLM engine (v0.10.1.1) with config: model='x'\n"},
+         "CUDA init (engine starting)"),
+        ({"log": "2026-11-28T02:35:31Z Loading safetensors checkpoint shards:  62% Completed | "
+                 "5/8 [00:03<00:01,  1.25it/s]\n"}, "weights shard 5/8 (62%)"),
+        ({"log": "2026-11-28T02:35:31Z x:412:412 [0] NCCL INFO Channel 00/24 :    0   1\n"},
+         "NCCL / distributed init"),
+        ({"log": "2026-11-28T02:35:31Z (APIServer pid=1) INFO 11-28 02:35:31 [api_server.py:1880]"
+                 " Starting vLLM API server 0 on http://0.0.0.0:8000\n"}, "ready"),
+        ({"log": "hello\n"}, None), ({"unread": ["logs"]}, "UNKNOWN")],
+    "engine_stalled_seconds": [
+        ({"log": "2026-11-28T02:10:02Z (APIServer pid=1) INFO 11-28 02:10:02 [api_server.py:1880] "
+                 "Starting vLLM API server 0 on http://0.0.0.0:8000\n"
+                 "2026-11-28T02:52:00Z (APIServer pid=1) INFO 11-28 02:52:00 [loggers.py:123] "
+                 "Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: "
+                 "0.0 tokens/s, Running: 4 reqs, Waiting: 0 reqs\n"
+                 "2026-11-28T02:52:50Z (EngineCore_0 pid=270) INFO 11-28 02:52:50 "
+                 "[shm_broadcast.py:466] No available shared memory broadcast block found in 60 "
+                 "second.\n"}, 50.0),
+        ({"log": "2026-11-28T02:10:02Z (APIServer pid=1) INFO 11-28 02:10:02 [api_server.py:1880] "
+                 "Starting vLLM API server 0 on http://0.0.0.0:8000\n"
+                 "2026-11-28T02:52:50Z (EngineCore_0 pid=270) INFO 11-28 02:52:50 "
+                 "[shm_broadcast.py:466] No available shared memory broadcast block found in 60 "
+                 "second.\n"}, 60.0),
+        # before ready: a start's wait, not the engine's
+        ({"log": "2026-11-28T02:52:50Z (EngineCore_0 pid=270) INFO 11-28 02:52:50 "
+                 "[shm_broadcast.py:466] No available shared memory broadcast block found in 60 "
+                 "second.\n"}, None),
+        ({"unread": ["logs"]}, "UNKNOWN")],
     # Where the container may write (cache-dir-not-writable's evidence).
     "run_as_user": [({"container": {"securityContext": {"runAsUser": 1000680000}}}, 1000680000),
                     ({"pod": {"spec": {"securityContext": {"runAsUser": 1001}}}}, 1001),

@@ -68,3 +68,29 @@ def test_generic_findings_never_explain_each_other() -> None:
     diag_patterns = (patterns["engine-died"], other)
     diagnose(Evaluator([]), diag_patterns, diag, {})
     assert sorted(f.id for f in diag.findings) == ["engine-died", "other-generic"]
+
+
+def test_a_stalled_start_is_named_and_slow_or_idle_servers_are_not() -> None:
+    """A TP=2 start silent at NCCL set-up for 24 minutes is startup-stalled (its probe still
+    has budget); a start loading shards slowly for 20 minutes and a ready server whose log
+    has been quiet for three hours get no stall or hang finding."""
+    report = run_cli("analyze", str(FIXTURES / "startup-stalled-nccl"), "-o", "json").json()
+    by_pod = {p["name"]: p["findings"] for p in report["pods"]}
+    stalled = by_pod["vllm-llama70b-6c5d4e3f2a-n4k8s"]
+    assert [f["id"] for f in stalled] == ["startup-stalled"]
+    evidence = "\n".join(stalled[0]["evidence"])
+    assert "NCCL / distributed init" in evidence and "24m29s (1469 s)" in evidence
+    assert "the kubelet's time of each line" in evidence
+    assert "64 MiB" in evidence
+    for idle in ("vllm-llama405b-2f3e4d5c6b-t8v2c", "vllm-qwen-internal-8e9f0a1b2c-d6w3m"):
+        assert by_pod[idle] == [], (idle, by_pod[idle])
+
+
+def test_a_hung_engine_is_named_and_its_busy_twin_is_not() -> None:
+    report = run_cli("analyze", str(FIXTURES / "engine-hung-shm-broadcast"), "-o", "json").json()
+    by_pod = {p["name"]: p["findings"] for p in report["pods"]}
+    hung = by_pod["vllm-qwen32b-4b5c6d7e8f-x2m7q"]
+    assert [f["id"] for f in hung] == ["engine-hung"]
+    evidence = "\n".join(hung[0]["evidence"])
+    assert "shared-memory broadcast wait(s)" in evidence and "0.0 tokens/s" in evidence
+    assert by_pod["vllm-qwen32b-4b5c6d7e8f-f5j9w"] == []

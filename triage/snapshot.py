@@ -131,6 +131,11 @@ class Snapshot:
     # The user's -l selector: its pods are triaged even when no container
     # looks like vLLM by image or command.
     selector: str | None = None
+    # (namespace, pod, container) selected because the log's first lines are vLLM's
+    # (``triage.selection``): a bundle keeps the answer, its logs may not hold the head.
+    selected_by_log: set[tuple[str, str, str]] = field(default_factory=set)
+    # Crash-looping pods that were not selected, described: never an all-clear.
+    passed_over: list[str] = field(default_factory=list)
     _indexes: dict[str, tuple[list[Obj], int, dict[tuple[str, str], Obj]]] = field(
         default_factory=dict, repr=False, compare=False)
     _events: tuple[list[Obj], int, dict[tuple[str, str, str], list[Obj]]] | None = field(

@@ -39,7 +39,7 @@ from triage import __version__, selection
 from triage.collect import InputError
 from triage.collect.logtail import keep_end
 from triage.collect.shape import normalize_items
-from triage.logs import LogSource
+from triage.logs import LogSource, decode
 from triage.redact import REDACTION_VERSION, redact_object, redact_text
 from triage.snapshot import (
     ALL_KINDS,
@@ -48,6 +48,7 @@ from triage.snapshot import (
     PrometheusWindow,
     ReadFailure,
     Snapshot,
+    meta,
 )
 
 BUNDLE_SCHEMA = "vllm-triage/bundle/v1"
@@ -353,6 +354,28 @@ def _text(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
+def _select(snap: Snapshot) -> None:
+    """A fixture's pods, chosen as a live scan chooses them: by spec and labels, then by
+    the first lines of the logs of those that ask for a GPU or fail."""
+    pods = snap.pods()
+    chosen = selection.select_pods(pods, snap.selector)
+    if not snap.selector:
+        taken = {id(p) for p in chosen}
+        for pod in pods:
+            if id(pod) in taken:
+                continue
+            ns, name = str(meta(pod).get("namespace")), str(meta(pod).get("name"))
+            for container in selection.worth_reading_head(pod):
+                log = snap.log(ns, name, container, "current") or \
+                    snap.log(ns, name, container, "previous")
+                head = next(log.blocks(selection.LOG_HEAD_BYTES), b"") if log else b""
+                if selection.is_vllm_log_head(decode(head)):
+                    snap.selected_by_log.add((ns, name, container))
+        chosen = selection.select_pods(pods, None, snap.selected_by_log)
+        snap.passed_over = selection.passed_over(pods, chosen)
+    snap.objects["pods"] = chosen
+
+
 def _load(source: _Source) -> Snapshot:
     budget = [_MAX_VALUES_TOTAL]
     man = _manifest(source, budget)
@@ -389,8 +412,8 @@ def _load(source: _Source) -> Snapshot:
                 # A bundle written with these rules was redacted on the way out.
                 snap.objects[kind] = kept if redacted else [redact_object(o) for o in kept]
                 break
-    if man.get("schema") is None:  # a fixture: keep the pods a live scan would keep
-        snap.objects["pods"] = selection.select_pods(snap.pods(), snap.selector)
+    fixture = man.get("schema") is None
+    if fixture:  # a fixture: keep the pods a live scan would keep (once its logs are known)
         if snap.namespace:
             snap.objects = {k: [o for o in v if _in_namespace(o, k, snap.namespace)]
                             for k, v in snap.objects.items()}
@@ -410,6 +433,15 @@ def _load(source: _Source) -> Snapshot:
         snap.logs[(ns, pod, name, stream)] = log
         if note:
             snap.notes.append(f"{what}: {note}")
+    if fixture:
+        _select(snap)
+    else:
+        snap.selected_by_log = {(str(k[0]), str(k[1]), str(k[2])) for k in
+                                man.get("selected_by_log") or [] if isinstance(k, list)
+                                and len(k) == 3}
+        passed = man.get("passed_over")
+        snap.passed_over = [p for p in passed if isinstance(p, str)] \
+            if isinstance(passed, list) else []
     if source.exists("prometheus.json"):
         snap.prometheus = _read_prometheus(source, budget)
     for rel in source.listing("metrics", 2, ".txt"):
@@ -496,6 +528,8 @@ def write(snapshot: Snapshot, out: Path) -> None:
         "absent_kinds": sorted(snapshot.absent_kinds),
         "redaction": REDACTION_VERSION,
         "notes": [redact_text(n) for n in snapshot.notes],
+        "selected_by_log": sorted(list(k) for k in snapshot.selected_by_log),
+        "passed_over": [redact_text(p) for p in snapshot.passed_over],
     }
     members: list[tuple[str, bytes]] = [
         ("manifest.json", json.dumps(manifest, indent=2).encode())]

@@ -61,11 +61,12 @@ def build(snapshot: Snapshot, pods: list[PodDiagnosis], steps: list[StepResult],
         namespace=snapshot.namespace,
         selector=snapshot.selector,
         verdict=_overall(failing, steps),
-        summary=_summary(results, steps),
+        summary=_summary(results, steps, snapshot.passed_over),
         pods=results,
         checklist=tuple(steps),
         unreadable=tuple(Unreadable(f.what, f.reason) for f in snapshot.failures),
-        warnings=tuple(sorted(snapshot.notes)) + tuple(warnings),
+        warnings=tuple(sorted(snapshot.notes)) + _passed_over(snapshot.passed_over)
+        + tuple(warnings),
         prometheus=None if snapshot.prometheus is None else PrometheusSource(
             snapshot.prometheus.source, snapshot.prometheus.window_seconds,
             snapshot.prometheus.end),
@@ -80,8 +81,18 @@ def _clean(text: str) -> str:
     return redact_text(sanitize(text))
 
 
-def _summary(pods: tuple[PodResult, ...], steps: list[StepResult]) -> str:
+def _passed_over(pods: list[str]) -> tuple[str, ...]:
+    return tuple(f"not triaged (nothing marks it as a vLLM server), but crash-looping: {p}; "
+                 "if it serves with vLLM, select it with -l" for p in pods)
+
+
+def _summary(pods: tuple[PodResult, ...], steps: list[StepResult],
+             passed_over: list[str] | None = None) -> str:
     if not pods:
+        if passed_over:
+            names = ", ".join(p.split(" (", 1)[0] for p in passed_over)
+            return (f"no vLLM server pods found, but {len(passed_over)} crash-looping pod(s) "
+                    f"were not triaged: {names} (if they serve with vLLM, select them with -l)")
         return "no vLLM server pods found"
     ids: list[str] = []
     for p in pods:

@@ -23,6 +23,7 @@ import regex
 
 from triage import workload
 from triage.facts import ContainerContext, Fact
+from triage.linetime import without_kubelet_time
 from triage.logs import LogLine, Query, QuerySet, parse_line
 from triage.results import Finding, Severity, Unevaluated, Verdict
 from triage.rules.fields import dig_path
@@ -323,9 +324,11 @@ def _merge(groups: Any) -> list[str]:
 
 
 def log_evidence(ctx: ContainerContext, stream: str, line: LogLine, marked: bool) -> str:
+    """A log line as evidence, as the container printed it (the kubelet's time, which the
+    timeline and the stall measure use, is not repeated on every line)."""
     label = "previous log" if stream == "previous" else "log"
     marker = ">" if marked else " "
-    return f"{label} ({ctx.name}) line {line.number}{marker} {line.raw}"
+    return f"{label} ({ctx.name}) line {line.number}{marker} {without_kubelet_time(line.raw)}"
 
 
 def compare(value: Any, cmp: Comparison, ref: Any = None) -> bool:
