@@ -35,7 +35,7 @@ from typing import Any
 
 import yaml
 
-from triage import __version__, selection
+from triage import __version__, linetime, selection
 from triage.collect import InputError
 from triage.collect.logtail import keep_end
 from triage.collect.shape import normalize_items
@@ -433,6 +433,15 @@ def _load(source: _Source) -> Snapshot:
         snap.logs[(ns, pod, name, stream)] = log
         if note:
             snap.notes.append(f"{what}: {note}")
+    unstamped = [f"{ns}/{pod} ({name}{', previous' if stream == 'previous' else ''})"
+                 for (ns, pod, name, stream), log in sorted(snap.logs.items())
+                 if log.size and not linetime.KUBELET_STAMP.match(
+                     decode(next(log.blocks(64), b"")))]
+    if unstamped:
+        snap.notes.append(
+            f"line times: {len(unstamped)} log(s) were saved without the kubelet's times "
+            f"({', '.join(unstamped[:3])}{', ...' if len(unstamped) > 3 else ''}): their "
+            f"timeline uses {linetime.SOURCES[linetime.VLLM]}")
     if fixture:
         _select(snap)
     else:

@@ -89,12 +89,15 @@ def _log_events(ctx: ContainerContext, stream: str, rep: StartupReport,
     def add(line: LogLine | None, stamped: LogLine | None, kind: str, label: str) -> None:
         if line is None or stamped is None:
             return
-        when = line_time(stamped, anchor)
-        if when is None:
+        found = linetime.line_time(stamped.raw, anchor)
+        if found is None:
             return
+        when, source = found
+        # where the time came from: the kubelet's, or vLLM's own stamp (no year, UTC assumed)
+        basis = "" if source == linetime.KUBELET else " [time: vLLM's stamp]"
         out.append(TimelineEvent(iso(when), kind, label,
                                  f"{where} ({ctx.name}) line {line.number}: "
-                                 f"{_short(line.message)}", container=ctx.name))
+                                 f"{_short(line.message)}{basis}", container=ctx.name))
 
     def milestone(name: str, kind: str, label: str) -> None:
         add(rep.evidence.get(name), rep.stamped.get(name), kind, label)
