@@ -12,7 +12,7 @@ only ``--model ... --gpu-memory-utilization 0.9``). A pod is a vLLM server
 when its labels say so (``app.kubernetes.io/name: vllm``, KServe's
 LLMInferenceService workload, llm-d's roles, the production-stack's engine,
 a LeaderWorkerSet named for vLLM), or when the first lines of a container's
-log are vLLM's own (``vllm_log_head``; the collector reads them, see
+log are vLLM's own (``is_vllm_log_head``; the collector reads them, see
 ``worth_reading_head``). With a user's label selector (``-l``), every pod it
 selects is triaged, and a pod with no container that looks like vLLM is
 triaged whole.
@@ -66,6 +66,8 @@ _NAMING_LABELS = (
     "serving.kserve.io/servingruntime", "leaderworkerset.sigs.k8s.io/name",
 )
 _NAMES_VLLM = regex.compile(r"(?i)(?:^|[-_./])vllm(?:$|[-_./])")
+# ... unless the value says it is what sits around a server (a router, a load generator).
+_NOT_A_SERVER_LABEL = regex.compile(r"(?i)router|gateway|proxy|exporter|bench|loadgen|client")
 # Labels that mark a model server of a stack whose servers are vLLM.
 _SERVER_LABELS: tuple[tuple[str, regex.Pattern[str]], ...] = (
     # KServe's LLMInferenceService runs vLLM (app.kubernetes.io/component
@@ -123,7 +125,7 @@ def labels_name_vllm(pod: Obj) -> str | None:
         return None
     for key in _NAMING_LABELS:
         value = str(labels.get(key) or "")
-        if _NAMES_VLLM.search(value) and not _NOT_A_SERVER.search(value):
+        if _NAMES_VLLM.search(value) and not _NOT_A_SERVER_LABEL.search(value):
             return f"{key}={value}"
     for key, rx in _SERVER_LABELS:
         value = str(labels.get(key) or "")

@@ -25,7 +25,7 @@ import regex
 
 from triage import linetime
 from triage.facts import LOG_QUERIES, ContainerContext, Measured, Unmeasurable, fact
-from triage.logs import Hit, LogLine, Query
+from triage.logs import Hit, LogIndex, LogLine, Query
 from triage.snapshot import CURRENT
 
 # Start-up milestones, in the order a start reaches them; the last one seen is where
@@ -105,6 +105,16 @@ def _span(secs: float) -> str:
     return f"{text} ({secs:.0f} s)" if whole >= 60 else f"{secs:.0f} s"
 
 
+def _current_log(ctx: ContainerContext) -> LogIndex | None:
+    """The scanned current log; None when there is none; Unmeasurable when it failed."""
+    index = ctx.log(CURRENT)
+    if index is None:
+        why = ctx.log_failure(CURRENT)
+        if why:
+            raise Unmeasurable(why)
+    return index
+
+
 @fact("log_silent_seconds", unit="seconds", scope="container",
       doc="seconds from the time of the current log's last line to the collection time "
           "(from the container's start when the log has no line yet): how long the log "
@@ -118,11 +128,7 @@ def log_silent_seconds(ctx: ContainerContext) -> Measured:
         return Measured(None, f"container {ctx.name} is not running")
     now = linetime.parse_time(ctx.snapshot.collected_at)
     started = linetime.parse_time(running.get("startedAt"))
-    index = ctx.log(CURRENT)
-    if index is None:
-        why = ctx.log_failure(CURRENT)
-        if why:
-            raise Unmeasurable(why)
+    index = _current_log(ctx)
     if now is None:
         return Measured(None, "the collection time is not known")
     if index is None or index.empty:
@@ -165,11 +171,8 @@ def _milestone_label(name: str, hit: Hit) -> str:
           "weights shard N/M, torch.compile, KV cache sizing, CUDA graph capture, or ready; "
           "None when the log shows none")
 def startup_milestone(ctx: ContainerContext) -> Measured:
-    index = ctx.log(CURRENT)
+    index = _current_log(ctx)
     if index is None:
-        why = ctx.log_failure(CURRENT)
-        if why:
-            raise Unmeasurable(why)
         return Measured(None, f"no current log of {ctx.name} was read")
     best: tuple[int, str, Hit] | None = None
     for name, query in _MILESTONE_QUERIES:
@@ -195,11 +198,8 @@ def startup_milestone(ctx: ContainerContext) -> Measured:
           "from the first to the last of that trailing run (plus the first wait's N s); None "
           "when the log does not end in such a run (progress, idle, or not ready)")
 def engine_stalled_seconds(ctx: ContainerContext) -> Measured:
-    index = ctx.log(CURRENT)
+    index = _current_log(ctx)
     if index is None:
-        why = ctx.log_failure(CURRENT)
-        if why:
-            raise Unmeasurable(why)
         return Measured(None, f"no current log of {ctx.name} was read")
     ready = ctx.startup.get(CURRENT)
     after = ready.ready_line.number if ready is not None and ready.ready_line else None
