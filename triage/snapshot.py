@@ -136,6 +136,11 @@ class Snapshot:
     selected_by_log: set[tuple[str, str, str]] = field(default_factory=set)
     # Crash-looping pods that were not selected, described: never an all-clear.
     passed_over: list[str] = field(default_factory=list)
+    # Set when the snapshot holds manifests, not a cluster (``lint``): why nothing
+    # that a running pod gives (status, logs, events, metrics, its node, other
+    # revisions) is there. Rules that need those are then not applicable, never
+    # "no match": evaluation says unknown with this reason.
+    static: str | None = None
     _indexes: dict[str, tuple[list[Obj], int, dict[tuple[str, str], Obj]]] = field(
         default_factory=dict, repr=False, compare=False)
     _events: tuple[list[Obj], int, dict[tuple[str, str, str], list[Obj]]] | None = field(

@@ -106,7 +106,9 @@ def _span(secs: float) -> str:
 
 
 def _current_log(ctx: ContainerContext) -> LogIndex | None:
-    """The scanned current log; None when there is none; Unmeasurable when it failed."""
+    """The scanned current log; None when there is none; Unmeasurable when it failed (or
+    the snapshot holds manifests, where no container runs)."""
+    ctx.runtime("the container's log")
     index = ctx.log(CURRENT)
     if index is None:
         why = ctx.log_failure(CURRENT)
@@ -122,6 +124,7 @@ def _current_log(ctx: ContainerContext) -> LogIndex | None:
           "the kubelet's time (timestamps=true) or vLLM's own stamp; None when the "
           "container is not running or its last line has no time of its own")
 def log_silent_seconds(ctx: ContainerContext) -> Measured:
+    ctx.runtime("the container's status and log")
     state = ctx.status.get("state") or {}
     running = state.get("running")
     if not running:
