@@ -21,6 +21,7 @@ the tool, in the report.
 from __future__ import annotations
 
 import contextlib
+import gzip
 import io
 import json
 import os
@@ -30,6 +31,7 @@ import tarfile
 import tempfile
 import zlib
 from collections import deque
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -169,6 +171,22 @@ class _DirSource(_Source):
         return LogSource(path=self.root / rel), "", ""
 
 
+@contextlib.contextmanager
+def _tar_stream(path: Path) -> Iterator[tarfile.TarFile]:
+    """The bundle as a tar stream. A gzip one is read through the gzip module, which
+    raises EOFError when the stream was cut short; tarfile's own stream reader ends
+    quietly at the cut, and a bundle cut between two members would read as a smaller,
+    whole one."""
+    with open(path, "rb") as probe:
+        gzipped = probe.read(2) == b"\x1f\x8b"
+    if not gzipped:
+        with tarfile.open(path, "r|*") as tar:
+            yield tar
+        return
+    with gzip.open(path, "rb") as raw, tarfile.open(fileobj=raw, mode="r|") as tar:
+        yield tar
+
+
 class _TarSource(_Source):
     """A .tar.gz read as a stream, into memory, nothing extracted to disk.
 
@@ -180,7 +198,7 @@ class _TarSource(_Source):
         super().__init__(str(path))
         self.files: dict[str, _Entry] = {}
         total = 0
-        with tarfile.open(path, "r|*") as tar:
+        with _tar_stream(path) as tar:
             for member in tar:
                 if len(self.kinds) >= _MAX_ENTRIES:
                     raise InputError(f"{path}: more than {_MAX_ENTRIES:,} members; not a bundle")
@@ -213,12 +231,17 @@ class _TarSource(_Source):
                     continue
                 keep = OFFLINE_LOG_BYTES if rel.endswith(".log") else _MAX_MEMBER_BYTES
                 kept: deque[bytes] = deque()
-                kept_len = 0
+                kept_len = got = 0
                 while chunk := src.read(_CHUNK):
                     kept.append(chunk)
                     kept_len += len(chunk)
+                    got += len(chunk)
                     while kept_len - len(kept[0]) >= keep:
                         kept_len -= len(kept.popleft())
+                if got < member.size:
+                    # A stream cut inside its last member ends quietly: never a partial
+                    # member read as if it were whole.
+                    raise EOFError(f"member {member.name!r} is cut short")
                 data = b"".join(kept)
                 self.files[rel] = _Entry(data[-keep:], total=member.size)
 
@@ -523,6 +546,21 @@ _LIST_KINDS = {
 }
 
 
+def redact_log(text: str) -> str:
+    """A log redacted as the container printed it: the kubelet's time in front of each
+    line is set aside first, so a credential spread over lines (a YAML env block) is
+    seen whole, then put back on the same lines."""
+    lines = text.split("\n")
+    heads = [m.group(0) if (m := linetime.KUBELET_STAMP.match(line)) else "" for line in lines]
+    if not any(heads):
+        return redact_text(text)
+    bodies = redact_text("\n".join(line[len(h):] for h, line in zip(heads, lines, strict=True)))
+    redacted = bodies.split("\n")
+    if len(redacted) != len(lines):  # could not be checked: masked whole
+        return redact_text(text)
+    return "\n".join(h + body for h, body in zip(heads, redacted, strict=True))
+
+
 def write(snapshot: Snapshot, out: Path) -> None:
     """Write a redacted .tar.gz bundle of everything the snapshot holds."""
     manifest = {
@@ -550,7 +588,7 @@ def write(snapshot: Snapshot, out: Path) -> None:
     for (ns, pod, container, stream), source in sorted(snapshot.logs.items()):
         suffix = ".previous.log" if stream == "previous" else ".log"
         members.append((f"logs/{ns}/{pod}/{container}{suffix}",
-                        redact_text(source.text()).encode()))
+                        redact_log(source.text()).encode()))
     for (ns, pod), text in sorted(snapshot.metrics.items()):
         members.append((f"metrics/{ns}/{pod}.txt", redact_text(text).encode()))
     if snapshot.prometheus is not None:
