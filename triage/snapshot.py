@@ -136,6 +136,10 @@ class Snapshot:
     selected_by_log: set[tuple[str, str, str]] = field(default_factory=set)
     # Crash-looping pods that were not selected, described: never an all-clear.
     passed_over: list[str] = field(default_factory=list)
+    # When the scanned namespace has no vLLM pod: namespace -> how many vLLM
+    # pods run there, or why other namespaces could not be looked at.
+    vllm_elsewhere: dict[str, int] = field(default_factory=dict)
+    elsewhere_unknown: str | None = None
     # Set when the snapshot holds manifests, not a cluster (``lint``): why nothing
     # that a running pod gives (status, logs, events, metrics, its node, other
     # revisions) is there. Rules that need those are then not applicable, never

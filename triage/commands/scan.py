@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
 
 import typer
 
@@ -15,10 +14,12 @@ from triage.commands.common import (
     AllNsOpt,
     ContextsOpt,
     DebugOpt,
+    FailOnOpt,
     KubeconfigOpt,
     NamespaceOpt,
     Output,
     OutputFileOpt,
+    OutputOpt,
     PatternsOpt,
     PromCaOpt,
     PrometheusArgs,
@@ -27,15 +28,18 @@ from triage.commands.common import (
     PromPasswordOpt,
     PromTokenOpt,
     PromUserOpt,
+    QuietOpt,
     SelectorOpt,
     SinceOpt,
     TailOpt,
     TimeoutOpt,
+    check_report_flags,
     emit,
     fail,
     guard,
     live_collector,
     progress,
+    report_format,
     say,
     use_color,
     write_atomically,
@@ -49,8 +53,10 @@ def scan(
     context: ContextsOpt = None,
     all_contexts: AllContextsOpt = False,
     selector: SelectorOpt = None,
-    output: Annotated[Output, typer.Option("-o", "--output", help="Report format.")] = Output.table,
+    output: OutputOpt = "table",
     output_file: OutputFileOpt = None,
+    quiet: QuietOpt = False,
+    fail_on: FailOnOpt = "critical",
     request_timeout: TimeoutOpt = "30s",
     tail_lines: TailOpt = 3000,
     patterns: PatternsOpt = None,
@@ -67,10 +73,13 @@ def scan(
     prom = PrometheusArgs(prometheus, since, prometheus_token, prometheus_user,
                           prometheus_password, prometheus_ca_file,
                           prometheus_insecure_skip_tls_verify)
+    with guard(debug):
+        fmt = report_format(output)
+        check_report_flags(output_file, quiet, fail_on)
     contexts = list(dict.fromkeys(context or []))
     if all_contexts or len(contexts) > 1:
         scan_clusters(contexts, all_contexts, namespace, all_namespaces, kubeconfig, selector,
-                      output, output_file, request_timeout, tail_lines, patterns, prom, debug)
+                      fmt, output_file, request_timeout, tail_lines, patterns, prom, debug)
     with guard(debug):
         with progress() as tick:
             collector = live_collector(namespace, all_namespaces, kubeconfig,
@@ -83,8 +92,8 @@ def scan(
                 from triage import pipeline
 
                 report = pipeline.analyze(snap, list(patterns or []), arrivals)
-        emit(report, output, output_file)
-    raise typer.Exit(pipeline.exit_code(report))
+        emit(report, fmt, output_file, quiet)
+    raise typer.Exit(pipeline.exit_code(report, fail_on))
 
 
 def scan_clusters(contexts: list[str], all_contexts: bool, namespace: str | None,

@@ -183,6 +183,10 @@ class Pattern:
     # specific one of at least this severity is raised on the same pod: the
     # specific one explains the same crash and leads (see ``diagnose``).
     explained_by: Severity | None = None
+    # False: the finding is not what its step asks about (a port clash under
+    # step 2 "CUDA OOM"); it is shown as its own row beside that step and
+    # leaves the step's verdict to the step's own question.
+    answers_step: bool = True
 
     def finding_refs(self) -> set[str]:
         """Finding ids this pattern's conditions look at (it is evaluated after them)."""

@@ -70,6 +70,7 @@ _ID = regex.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _TOP_KEYS = {
     "id", "severity", "title", "step", "remediation", "when", "summary", "show", "fallback",
     "yields_to", "escalate", "examples", "references", "warn_when", "explained_by",
+    "answers_step",
 }
 _EXAMPLE_KEYS = {"name", "reports", "log", "previous_log", "status", "pod", "container",
                  "events", "node", "objects", "facts", "metrics", "findings", "unread",
@@ -379,6 +380,9 @@ class _Reader:
         step = data.get("step")
         if not isinstance(step, int) or isinstance(step, bool) or not 1 <= step <= 10:
             raise self.fail("step", f"must be a checklist step from 1 to 10, got {step!r}")
+        answers_step = data.get("answers_step", True)
+        if not isinstance(answers_step, bool):
+            raise self.fail("answers_step", f"must be true or false, got {answers_step!r}")
         if "when" not in data:
             raise self.fail("when", "missing")
         show_raw = data.get("show", [])
@@ -426,6 +430,7 @@ class _Reader:
             source=self.source,
             warn_when=warn_when,
             explained_by=explained_by,
+            answers_step=answers_step,
         )
 
 
