@@ -28,7 +28,15 @@ from collections.abc import Collection, Iterable
 import regex
 
 from triage.snapshot import Obj, meta
-from triage.workload import command_line, container_status, containers, gpu_request
+from triage.workload import (
+    command_line,
+    container_status,
+    containers,
+    gpu_request,
+    init_containers,
+    init_failed,
+    is_sidecar,
+)
 
 _VLLM_IMAGE = regex.compile(r"(?i)(^|/)vllm[-_/]|vllm-openai|(^|/)vllm(:|@|$)")
 _VLLM_COMMAND = regex.compile(
@@ -91,6 +99,7 @@ _VLLM_LOG = regex.compile(
     regex.MULTILINE)
 LOG_HEAD_BYTES = 4096  # of a log read to recognise vLLM's first lines
 MAX_HEAD_READS = 32  # pods whose log heads a scan reads, at most
+MAX_OTHER_PODS = 256  # unselected pods a scan keeps to read heads from and name if failing
 
 
 def is_vllm_container(container: Obj) -> bool:
@@ -153,17 +162,25 @@ def server_containers(pod: Obj) -> list[Obj]:
 
 def triaged_containers(pod: Obj, selector: str | None,
                        by_log: Collection[tuple[str, str, str]] = ()) -> list[Obj]:
-    """The containers to triage: the vLLM ones, or all of a pod the user selected.
-
-    ``by_log``: (namespace, pod, container) whose log's first lines are vLLM's."""
-    vllm = [c for c in containers(pod) if is_vllm_container(c)]
-    if vllm:
-        return vllm
-    if labels_name_vllm(pod):
-        return server_containers(pod)
-    ns, name = str(meta(pod).get("namespace") or ""), str(meta(pod).get("name") or "")
-    logged = [c for c in containers(pod) if (ns, name, str(c.get("name"))) in by_log]
-    return logged or (containers(pod) if selector else [])
+    """The containers to triage: the vLLM ones (a native sidecar too: an init container
+    with restartPolicy Always), else the server container of a pod whose labels name
+    vLLM, else those whose log's first lines are vLLM's (``by_log``: namespace, pod,
+    container), else all of a pod the user selected; and of such a pod, every init
+    container that failed (a model download OOMKilled keeps vLLM from starting),
+    triaged like any container."""
+    serving = containers(pod) + [c for c in init_containers(pod) if is_sidecar(c)]
+    chosen = [c for c in serving if is_vllm_container(c)]
+    if not chosen and labels_name_vllm(pod):
+        chosen = server_containers(pod)
+    if not chosen and by_log:
+        ns, name = str(meta(pod).get("namespace") or ""), str(meta(pod).get("name") or "")
+        chosen = [c for c in serving if (ns, name, str(c.get("name"))) in by_log]
+    if not chosen and selector:
+        chosen = serving
+    if not chosen:
+        return []
+    failed = [c for c in init_containers(pod) if c not in chosen and init_failed(pod, c)]
+    return failed + chosen
 
 
 def select_pods(pods: list[Obj], selector: str | None,
