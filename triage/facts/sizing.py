@@ -487,3 +487,34 @@ def node_gpu_holders(ctx: ContainerContext) -> Measured:
             out.append(f"{meta(other).get('name')} ({n} GPU, {workload.pod_state(other)})")
     return Measured(out, f"pods holding GPUs on node {ctx.node_name}: "
                          + (", ".join(out) or "none read"))
+
+
+# --- autoscaling ------------------------------------------------------------------------
+
+
+@fact("autoscale_target", unit="requests", scope="container",
+      doc="the autoscaler's per-pod concurrency or queue target (Knative target annotation, "
+          "InferenceService scaleTarget, an HPA Pods/External metric on vLLM's queue); the "
+          "largest when several")
+def autoscale_target(ctx: ContainerContext) -> Measured:
+    from triage.facts.rollout import _concurrency_targets
+
+    targets = _concurrency_targets(ctx)
+    if not targets:
+        return Measured(None, "no concurrency or queue-length autoscaling target")
+    target, _, at = max(targets)
+    return Measured(target, at)
+
+
+@fact("pod_concurrency", unit="requests", scope="container",
+      doc="requests one pod serves at once: vLLM's 'Maximum concurrency for N tokens per "
+          "request', or --max-num-seqs when /metrics shows it saturated")
+def pod_concurrency(ctx: ContainerContext) -> Measured:
+    from triage.facts.rollout import _pod_capacity
+
+    cap = _pod_capacity(ctx)
+    if cap is None:
+        _logs_read(ctx)
+        return Measured(None, "what one pod serves at once is not known (no 'Maximum "
+                              "concurrency' line)")
+    return Measured(cap[0], cap[1])

@@ -192,7 +192,7 @@ def _eval(node: ast.expr, scope: Mapping[str, Any]) -> Any:
 # --- templates ---------------------------------------------------------------
 
 FIELD = regex.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?::([^{}\s]*))?\}")
-_NUMBER_SPEC = regex.compile(r"^,?(?:\.\d)?[fd%]?$")
+_NUMBER_SPEC = regex.compile(r"^,?(?:\.\d)?[fdg%]?$")
 
 
 def quantity(value: float) -> str:
