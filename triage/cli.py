@@ -145,8 +145,19 @@ def _guard(debug: bool) -> Iterator[None]:
               EXIT_USAGE)
 
 
-def _emit(report: Report, output: Output, output_file: Path | None) -> None:
+def _emit(report: Report, output: Output, output_file: Path | None,
+          fix_dir: Path | None = None) -> None:
     from triage.report import writers
+
+    if fix_dir is not None:
+        from triage.report import fixdir
+
+        try:
+            written = fixdir.write(report, fix_dir, write_atomically)
+        except OSError as exc:
+            _fail(f"cannot write patches to {fix_dir}: {exc.strerror or exc}", EXIT_USAGE)
+        _say(f"{len(written)} patch file(s) written to {fix_dir}" if written else
+             f"no patch to write to {fix_dir}: no finding has a computed patch")
 
     render = writers()
     if output.value not in render:
@@ -253,6 +264,9 @@ PromInsecureOpt = Annotated[bool, typer.Option(
     "--insecure-skip-tls-verify).")]
 OutputFileOpt = Annotated[Path | None, typer.Option(
     "--output-file", help="Write the report to this file (the terminal still gets the table).")]
+FixDirOpt = Annotated[Path | None, typer.Option(
+    "--fix-dir", metavar="DIR", help="Write one reviewable patch file per workload into DIR, "
+    "with the kubectl patch / kubectl diff commands for it (never applied by vllm-triage).")]
 
 
 def parse_window(text: str) -> float:
@@ -321,6 +335,7 @@ def scan(
     selector: SelectorOpt = None,
     output: Annotated[Output, typer.Option("-o", "--output", help="Report format.")] = Output.table,
     output_file: OutputFileOpt = None,
+    fix_dir: FixDirOpt = None,
     request_timeout: TimeoutOpt = "30s",
     tail_lines: TailOpt = 3000,
     patterns: PatternsOpt = None,
@@ -348,7 +363,7 @@ def scan(
                 from triage import pipeline
 
                 report = pipeline.analyze(snap, list(patterns or []), arrivals)
-        _emit(report, output, output_file)
+        _emit(report, output, output_file, fix_dir)
     raise typer.Exit(pipeline.exit_code(report))
 
 
@@ -397,6 +412,7 @@ def analyze(
         metavar="BUNDLE", help="A bundle (.tar.gz), an unpacked bundle, or a fixture directory.")],
     output: Annotated[Output, typer.Option("-o", "--output", help="Report format.")] = Output.table,
     output_file: OutputFileOpt = None,
+    fix_dir: FixDirOpt = None,
     patterns: PatternsOpt = None,
     debug: DebugOpt = False,
 ) -> None:
@@ -407,7 +423,7 @@ def analyze(
     with _guard(debug):
         snap = bundle.load(bundle_path)
         report = pipeline.analyze(snap, list(patterns or []))
-        _emit(report, output, output_file)
+        _emit(report, output, output_file, fix_dir)
     raise typer.Exit(pipeline.exit_code(report))
 
 

@@ -84,6 +84,11 @@ PATCH_RESOURCES = {
 }
 
 
+def _patch(p: dict[str, Any]) -> Patch:
+    return Patch(str(p["apiVersion"]), str(p["kind"]), str(p["namespace"]), str(p["name"]),
+                 str(p["type"]), p["patch"])
+
+
 def _compact(body: Any) -> str:
     import json
     return json.dumps(body, separators=(",", ":")).replace("'", "'\\''")
@@ -117,8 +122,7 @@ class Fix:
         p = doc.get("patch")
         return cls(text=str(doc.get("text", "")),
                    values=tuple((str(k), v) for k, v in (doc.get("values") or {}).items()),
-                   patch=Patch(str(p["apiVersion"]), str(p["kind"]), str(p["namespace"]),
-                               str(p["name"]), str(p["type"]), p["patch"]) if p else None,
+                   patch=_patch(p) if p else None,
                    commands=tuple(doc.get("commands") or ()),
                    missing=tuple(doc.get("missing") or ()))
 
@@ -339,6 +343,8 @@ class Report:
             "verdict": self.verdict.value,
             "summary": self.summary,
             "cards": [c.to_document() for c in self.cards],
+            "patches": [{"workload": w.workload, "findings": list(w.findings),
+                         "patch": w.patch.to_document()} for w in self.patches],
             "pods": [
                 {
                     "name": p.name,
@@ -417,7 +423,10 @@ class Report:
             warnings=tuple(doc.get("warnings") or ()), schema=doc.get("schema", SCHEMA),
             prometheus=PrometheusSource(str(prom["source"]), float(prom["window_seconds"]),
                                         str(prom["end"])) if prom else None,
-            cards=tuple(Card.from_document(c) for c in doc.get("cards") or ()))
+            cards=tuple(Card.from_document(c) for c in doc.get("cards") or ()),
+            patches=tuple(WorkloadPatch(str(w["workload"]), _patch(w["patch"]),
+                                        tuple(w.get("findings") or ()))
+                          for w in doc.get("patches") or ()))
 
 
 T = TypeVar("T")

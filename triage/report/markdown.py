@@ -1,8 +1,9 @@
 """Markdown writer: a report to paste into a GitHub or GitLab issue.
 
-A one-line verdict, one table row per pod, the checklist as a table, the
-evidence of every failing or warning step in fenced blocks, the remediation,
-and a footer naming the cluster context, namespace, time (UTC) and version.
+A one-line verdict, the cards (what broke, the proof, the fix with its number,
+the patch), one table row per pod, the checklist as a table, the
+evidence of every failing or warning step in fenced blocks, and a footer
+naming the cluster context, namespace, time (UTC) and version.
 Everything that came from the cluster is escaped: table cells cannot break
 out of their row, and fenced blocks use a fence longer than any run of
 backticks inside them, so a log line holding ``` cannot end the block.
@@ -64,6 +65,7 @@ def render(report: Report, color: bool = False) -> str:
     mark = VERDICT_MARK[report.verdict.value].upper()
     out.append(f"### vLLM triage: {mark} ({inline(ns)}): {inline(report.summary)}")
     out.append("")
+    out += _cards(report)
 
     out.append("#### Pods")
     out.append("")
@@ -158,17 +160,6 @@ def render(report: Report, color: bool = False) -> str:
             out.append(fenced(list(s.evidence) or ["(no evidence)"]))
             out.append("")
 
-    remedies = [s for s in flagged if s.remediation]
-    if remedies:
-        out.append("#### Remediation")
-        out.append("")
-        for s in remedies:
-            out.append(f"**Step {s.step}. {inline(s.title)}**")
-            out.append("")
-            for rem in s.remediation:
-                out.extend(_remediation(rem))
-                out.append("")
-
     if report.unreadable:
         out.append("#### Could not read")
         out.append("")
@@ -192,6 +183,44 @@ def render(report: Report, color: bool = False) -> str:
     out.append("")
     out.append("<sub>" + " · ".join(footer) + "</sub>")
     return "\n".join(out) + "\n"
+
+
+PROOF_CHARS = 300
+
+
+def _cards(report: Report) -> list[str]:
+    """The answer first: per workload and failure, the proof and the fix; then the patches."""
+    out: list[str] = []
+    for n, card in enumerate(report.cards, 1):
+        out.append(f"**{n}. {inline(SEVERITY_MARK[card.severity.value])} {code(card.finding)}: "
+                   f"{inline(card.title)}** ({inline(card.scope)}, step {card.step})")
+        out.append("")
+        proof = " ".join(card.proof.split())
+        if len(proof) > PROOF_CHARS:
+            proof = proof[:PROOF_CHARS - 3] + "..."
+        out.append(f"- proof: {code(proof)}")
+        if card.fix is not None:
+            first, *rest = card.fix.text.splitlines() or [""]
+            out.append(f"- **fix:** {_remediation(first)[0]}")
+            out += [f"  {line}" for line in _remediation(chr(10).join(rest)) if line]
+            for command in card.fix.commands:
+                if card.fix.patch is None or command != card.fix.patch.command():
+                    out.append(f"- run: {code(command)}")
+        for cause in card.causes:
+            out.append(f"- cause: {inline(cause)}")
+        out.append("")
+    if report.patches:
+        out.append("Patches to review (never applied by vllm-triage; `--fix-dir DIR` writes "
+                   "each to a file):")
+        out.append("")
+        for wp in report.patches:
+            out.append(f"- {code(wp.workload)} ({inline(', '.join(wp.findings))}): preview "
+                       f"with `kubectl diff`, apply with `kubectl patch`:")
+            out.append("")
+            out.append("  " + fenced([wp.patch.preview(), wp.patch.command()], "sh")
+                       .replace(chr(10), chr(10) + "  "))
+            out.append("")
+    return out
 
 
 def _top_finding(pod: PodResult) -> str:

@@ -1,4 +1,5 @@
-"""Terminal writer: pods and their top diagnosis, the checklist, the remediation."""
+"""Terminal writer: the cards (what broke, the proof, the fix, the patch) first, then the
+pods with their evidence and timeline, the checklist."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from triage.results import TIMELINE_KINDS, PodResult, Report, Severity, TimelineEvent, Verdict
+from triage.results import TIMELINE_KINDS, PodResult, Report, Severity, TimelineEvent
 
 VERDICT_STYLE = {"pass": "bold green", "warn": "bold yellow", "fail": "bold red",
                  "unknown": "bold magenta", "n/a": "dim"}
@@ -33,6 +34,8 @@ def render(report: Report, color: bool = False) -> str:
     console.print(head)
     console.print(Text(report.summary, style=VERDICT_STYLE[report.verdict.value]))
     console.print()
+    for line in _cards(report):
+        console.print(line)
 
     for pod in report.pods:
         console.print(_pod_panel(pod))
@@ -41,16 +44,6 @@ def render(report: Report, color: bool = False) -> str:
                       "vLLM). Use -l to select pods by label.")
 
     console.print(_checklist(report))
-    failing = [s for s in report.checklist if s.verdict in (Verdict.FAIL, Verdict.WARN)]
-    if failing:
-        console.print(Text("What to do", style="bold"))
-        for s in failing:
-            for rem in s.remediation:
-                console.print(Text(f"Step {s.step}. {s.title}", style=VERDICT_STYLE[
-                    s.verdict.value]))
-                for line in rem.splitlines():
-                    console.print(f"  {escape(line)}")
-        console.print()
     if report.unreadable:
         console.print(Text("Could not read", style="bold magenta"))
         for u in report.unreadable:
@@ -59,6 +52,51 @@ def render(report: Report, color: bool = False) -> str:
     for w in report.warnings:
         console.print(Text(f"warning: {w}", style="yellow"))
     return buf.getvalue()
+
+
+PROOF_CHARS = 220
+
+
+def _short(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit - 3] + "..."
+
+
+def _cards(report: Report) -> list[Text]:
+    """The answer first: one block per workload and failure, then the patches to review."""
+    out: list[Text] = []
+    for n, card in enumerate(report.cards, 1):
+        head = Text()
+        head.append(f"{n}. ", style="bold")
+        head.append(f"[{card.severity}] ", style=SEVERITY_STYLE[card.severity.value])
+        head.append(card.finding, style="bold")
+        head.append(f"  {card.title}")
+        out.append(head)
+        out.append(Text(f"   {card.scope}  (step {card.step})", style="cyan"))
+        out.append(Text(f"   proof: {_short(card.proof, PROOF_CHARS)}", overflow="fold"))
+        if card.fix is not None:
+            first, *rest = card.fix.text.splitlines() or [""]
+            out.append(Text(f"   fix:   {first}", style="bold", overflow="fold"))
+            out += [Text(f"          {line}", overflow="fold") for line in rest[:8]]
+            if len(rest) > 8:
+                out.append(Text(f"          ... {len(rest) - 8} more lines (see -o markdown)",
+                                style="dim"))
+            for command in card.fix.commands:
+                if card.fix.patch is None or command != card.fix.patch.command():
+                    out.append(Text(f"   run:   {command}", overflow="fold"))
+        for cause in card.causes:
+            out.append(Text(f"   cause: {cause}", style="yellow", overflow="fold"))
+    if report.patches:
+        out.append(Text("Patches to review (never applied by vllm-triage; --fix-dir DIR "
+                        "writes each to a file):", style="bold"))
+        for wp in report.patches:
+            out.append(Text(f"   {wp.workload} ({', '.join(wp.findings)}):"))
+            out.append(Text(f"     {wp.patch.command()}", overflow="fold"))
+        out.append(Text("   preview a patch first: add --dry-run=server -o yaml | kubectl diff "
+                        "-f -", style="dim"))
+    if out:
+        out.append(Text(""))
+    return out
 
 
 def _pod_panel(pod: PodResult) -> Panel:
