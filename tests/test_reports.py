@@ -138,9 +138,13 @@ def test_markdown_content(name: str) -> None:
         if step["verdict"] in ("fail", "warn"):
             assert f"**Step {step['step']}." in text
             assert step["evidence"][0] in text  # verbatim, inside a fenced block
-    for step in report["checklist"]:
-        for rem in step["remediation"] if step["verdict"] in ("fail", "warn") else []:
-            assert rem.splitlines()[0].split("`")[0][:30] in text
+    # The answer first: each card (failure, proof, fix) comes before the pod table.
+    pods_at = text.index("#### Pods")
+    for card in report["cards"]:
+        assert text.index(f"`{card['finding']}`") < pods_at
+        if card["fix"]:
+            assert card["fix"]["text"].splitlines()[0].split("`")[0][:30] in text[:pods_at]
+    assert "#### Remediation" not in text  # the canned advice at the bottom is gone
     footer = text.strip().splitlines()[-1]
     assert report["context"] in footer and (report["namespace"] or "") in footer
     assert "UTC" in footer and report["tool_version"] in footer

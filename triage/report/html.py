@@ -261,14 +261,14 @@ def _cards(report: Report) -> list[str]:
         out.append(f'<h2><span class="sev">{e(card.severity.value)}</span> '
                    f"<code>{e(card.finding)}</code> {e(card.title)}</h2>")
         out.append(f'<p class="muted">{e(card.scope)} · step {e(card.step)}</p>')
-        out.append(f'<p class="proof"><b>proof</b> <code>{e(proof)}</code></p>')
+        out.append(f'<p class="proof"><strong>proof</strong> <code>{e(proof)}</code></p>')
         if card.fix is not None:
-            out.append(f'<div class="fix"><b>fix</b> {_prose(card.fix.text)}</div>')
+            out.append(f'<div class="fix"><strong>fix</strong> {_prose(card.fix.text)}</div>')
             for command in card.fix.commands:
                 if card.fix.patch is None or command != card.fix.patch.command():
                     out.append(f'<p class="cmd"><code>{e(command)}</code></p>')
         for cause in card.causes:
-            out.append(f'<p class="cause"><b>cause</b> {e(cause)}</p>')
+            out.append(f'<p class="cause"><strong>cause</strong> {e(cause)}</p>')
         out.append("</div>")
     for wp in report.patches:
         out.append('<div class="patch">')
