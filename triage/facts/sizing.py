@@ -430,14 +430,26 @@ def _taint(ctx: ContainerContext) -> tuple[str, str, str] | None:
     if not m:
         return None
     key, value = m.group(1).strip(), m.group(2).strip()
-    effect = "NoSchedule"
-    for node in ctx.snapshot.items("nodes"):
+    nodes = ctx.snapshot.items("nodes")
+    if not nodes:
+        return key, value, "NoSchedule"  # the nodes were not read: as the scheduler said
+    for node in nodes:
         taint = next((t for t in dig(node, "spec.taints") or []
                       if isinstance(t, dict) and t.get("key") == key), None)
-        if taint is not None:
-            effect = str(taint.get("effect") or effect)
-            break
-    return key, value, effect
+        # Only a taint of a node with GPUs matters: tolerating a CPU node's taint
+        # does not give the pod a GPU.
+        if taint is not None and _node_gpus(node):
+            return key, value, str(taint.get("effect") or "NoSchedule")
+    return None
+
+
+def _node_gpus(node: Obj) -> int:
+    allocatable = dig(node, "status.allocatable") or {}
+    for name in workload.GPU_RESOURCES:
+        value = str(allocatable.get(name, "0"))
+        if value.isdigit() and int(value) > 0:
+            return int(value)
+    return 0
 
 
 @fact("untolerated_taint_key", unit="text", scope="pod",
