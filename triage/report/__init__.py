@@ -87,13 +87,17 @@ def build(snapshot: Snapshot, pods: list[PodDiagnosis], steps: list[StepResult],
 
 # --- cards: the answer first --------------------------------------------------------
 
-_MARKED = re.compile(r"\bline \d+> ")
+# A log line shown only as context around a match ("line 46  ..."; a match is "line 47> ").
+_CONTEXT_LINE = re.compile(r"\bline \d+  ")
 
 
 def _proof(finding: Finding) -> str:
-    """The one line that proves a finding: the matched log line, else its first evidence."""
-    marked = next((e for e in finding.evidence if _MARKED.search(e)), None)
-    return marked or (finding.evidence[0] if finding.evidence else finding.title)
+    """The one line that proves a finding: the first thing its rule matched (an event, a
+    field, a matched log line), never a context line or a "... more" note."""
+    for line in finding.evidence:
+        if not _CONTEXT_LINE.search(line[:80]) and not line.startswith("... "):
+            return line
+    return finding.evidence[0] if finding.evidence else finding.title
 
 
 def _owner(pod: PodResult) -> str:
