@@ -1,5 +1,10 @@
 """Command line: ``vllm-triage`` and, as a kubectl plugin, ``kubectl vllm-triage``.
 
+This module only assembles the application: each command lives in its own
+module under ``triage/commands/`` and what they share in
+``triage/commands/common.py``. Adding a command is a module there and one
+``app.command`` line here.
+
 Exit codes (a public contract): 0 nothing failing; 1 a checklist step is
 ``fail`` or a finding is critical; 2 usage error or unreadable input; 3 the
 cluster cannot be reached or refuses the credentials.
@@ -7,34 +12,19 @@ cluster cannot be reached or refuses the credentials.
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
-import tempfile
-import traceback
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
-from dataclasses import dataclass
-from enum import Enum
+from contextlib import suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
-import regex
 import typer
-from rich.console import Console
 
 from triage import __version__
-from triage.collect import CollectError, InputError
-from triage.redact import redact_text
-from triage.sanitize import sanitize
+from triage.commands import analyze, collect, patterns, scan
+from triage.commands.common import EXIT_OK, Terminated, on_sigterm, write_atomically
 
-if TYPE_CHECKING:
-    from triage.collect.live import LiveCollector
-    from triage.collect.prometheus import PrometheusOptions
-    from triage.report import Report
-
-# 1 comes from the report (pipeline.exit_code), 3 from ClusterUnreachable.
-EXIT_OK, EXIT_USAGE = 0, 2
+__all__ = ["Terminated", "app", "main", "write_atomically"]
 
 EPILOG = """\
 Examples:
@@ -67,14 +57,6 @@ app = typer.Typer(
 )
 
 
-class Output(str, Enum):
-    table = "table"
-    json = "json"
-    yaml = "yaml"
-    markdown = "markdown"
-    html = "html"
-
-
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"vllm-triage {__version__}")
@@ -89,385 +71,10 @@ def _root(
     """vllm-triage."""
 
 
-def _stderr() -> Console:
-    return Console(stderr=True, highlight=False, soft_wrap=True)  # paths stay on one line
-
-
-def _say(message: str) -> None:
-    """One line on stderr. It can quote a kubeconfig, a bundle, a server's
-    message or a path: made safe for the terminal and masked like a report."""
-    _stderr().print(redact_text(sanitize(message)), markup=False, highlight=False)
-
-
-def _fail(message: str, code: int) -> None:
-    _say(f"vllm-triage: error: {message}")
-    raise typer.Exit(code)
-
-
-_DURATION = regex.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s?)?$")
-
-
-def parse_duration(text: str) -> float:
-    """kubectl's --request-timeout: '0' (no limit), '30', '30s', '1m', '1m30s'."""
-    m = _DURATION.match(text.strip())
-    if not text.strip() or not m:
-        raise typer.BadParameter(f"{text!r} is not a duration such as 30s, 1m or 0")
-    hours, minutes, seconds = (float(g) if g else 0.0 for g in m.groups())
-    total = hours * 3600 + minutes * 60 + seconds
-    return total if total > 0 else 3600.0  # "0" means no limit; an hour is our ceiling
-
-
-def _use_color() -> bool:
-    if os.environ.get("NO_COLOR"):
-        return False
-    if os.environ.get("FORCE_COLOR"):
-        return True
-    return sys.stdout.isatty()
-
-
-@contextmanager
-def _guard(debug: bool) -> Iterator[None]:
-    """Turn every failure into one clear line and an exit code; never a traceback."""
-    try:
-        yield
-    except typer.Exit:
-        raise
-    except CollectError as exc:
-        _fail(str(exc), exc.exit_code)
-    except KeyboardInterrupt:
-        _fail("interrupted", 130)
-    except Terminated:
-        _fail("terminated", 143)
-    except Exception as exc:
-        if debug:
-            traceback.print_exc()
-        _fail(f"unexpected {exc.__class__.__name__}: {exc} (rerun with --debug for details)",
-              EXIT_USAGE)
-
-
-def _emit(report: Report, output: Output, output_file: Path | None,
-          fix_dir: Path | None = None) -> None:
-    from triage.report import writers
-
-    if fix_dir is not None:
-        from triage.report import fixdir
-
-        try:
-            written = fixdir.write(report, fix_dir, write_atomically)
-        except OSError as exc:
-            _fail(f"cannot write patches to {fix_dir}: {exc.strerror or exc}", EXIT_USAGE)
-        _say(f"{len(written)} patch file(s) written to {fix_dir}" if written else
-             f"no patch to write to {fix_dir}: no finding has a computed patch")
-
-    render = writers()
-    if output.value not in render:
-        _fail(f"output format {output.value!r} is not available in this build", EXIT_USAGE)
-    if output_file is not None:
-        text = render[output.value](report, False)
-        try:
-            write_atomically(output_file, text.encode("utf-8"))
-        except OSError as exc:
-            _fail(f"cannot write {output_file}: {exc.strerror or exc}", EXIT_USAGE)
-        _say(f"report written to {output_file}")
-        sys.stdout.write(render["table"](report, _use_color()))
-    else:
-        sys.stdout.write(render[output.value](report, output is Output.table and _use_color()))
-    sys.stdout.flush()
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Write ``path`` so that it holds the old report or the new one, never half of one.
-
-    The text goes to a temporary file in the same directory, which then
-    replaces the target by rename: a kill mid-write leaves the previous
-    report intact, and a symbolic link at the target is replaced, not
-    followed (the report never lands where the link points).
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.is_dir():
-        raise IsADirectoryError(21, "is a directory")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # what a plain write would have made
-        os.replace(tmp, path)
-    except BaseException:
-        with suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-class Terminated(BaseException):
-    """SIGTERM, turned into an exception so cleanups (temp files, the kubernetes
-    client's decoded client key, open connections) run as for Ctrl-C."""
-
-
-def _on_sigterm(_signum: int, _frame: object) -> None:
-    raise Terminated
-
-
-@contextmanager
-def _progress() -> Iterator[Callable[[str], None]]:
-    """A spinner on stderr while collecting; stdout carries only the report."""
-    console = _stderr()
-    if not console.is_terminal:
-        yield lambda _msg: None
-        return
-    with console.status("collecting") as status:
-        yield lambda msg: status.update(f"collecting: {sanitize(msg)}")
-
-
-NamespaceOpt = Annotated[str | None, typer.Option(
-    "-n", "--namespace", help="Namespace to scan (default: the kubeconfig context's).")]
-AllNsOpt = Annotated[bool, typer.Option("-A", "--all-namespaces", help="Scan every namespace.")]
-KubeconfigOpt = Annotated[str | None, typer.Option(
-    "--kubeconfig", help="Path to the kubeconfig file (default: $KUBECONFIG, ~/.kube/config, "
-    "or the in-cluster service account).")]
-ContextOpt = Annotated[str | None, typer.Option("--context", help="Kubeconfig context to use.")]
-SelectorOpt = Annotated[str | None, typer.Option(
-    "-l", "--selector", help="Label selector for the vLLM pods (e.g. app=vllm); selected pods "
-    "are triaged even when their image does not name vLLM.")]
-TimeoutOpt = Annotated[str, typer.Option(
-    "--request-timeout", help="Wall-time limit of each API request, answer included "
-    "(30s, 1m; 0 for an hour).")]
-TailOpt = Annotated[int, typer.Option(
-    "--tail-lines", min=1, max=200000, help="Log lines read per container log.")]
-PatternsOpt = Annotated[list[Path] | None, typer.Option(
-    "--patterns", help="Extra directory of pattern files (repeatable); a file with the id of a "
-    "built-in pattern replaces it.")]
-DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks on internal errors.")]
-PrometheusOpt = Annotated[str | None, typer.Option(
-    "--prometheus", metavar="URL|auto", help="Also ask this Prometheus (http(s)://host:port) "
-    "about latency, the queue and the GPUs over --since; 'auto' finds a Prometheus Service in "
-    "the cluster and asks it through the API server's service proxy.")]
-SinceOpt = Annotated[str, typer.Option(
-    "--since", help="The window Prometheus is asked about, ending now (30m, 2h, 1h30m).")]
-PromTokenOpt = Annotated[str | None, typer.Option(
-    "--prometheus-token", envvar="VLLM_TRIAGE_PROMETHEUS_TOKEN", show_envvar=True,
-    help="Bearer token for --prometheus URL.")]
-PromUserOpt = Annotated[str | None, typer.Option(
-    "--prometheus-user", envvar="VLLM_TRIAGE_PROMETHEUS_USER", show_envvar=True,
-    help="Basic-auth user for --prometheus URL.")]
-PromPasswordOpt = Annotated[str | None, typer.Option(
-    "--prometheus-password", envvar="VLLM_TRIAGE_PROMETHEUS_PASSWORD", show_envvar=True,
-    help="Basic-auth password for --prometheus URL (prefer the environment variable).")]
-PromCaOpt = Annotated[Path | None, typer.Option(
-    "--prometheus-ca-file", help="CA bundle that signed --prometheus URL's certificate.")]
-PromInsecureOpt = Annotated[bool, typer.Option(
-    "--prometheus-insecure-skip-tls-verify",
-    help="Do not check --prometheus URL's certificate (like kubectl's "
-    "--insecure-skip-tls-verify).")]
-OutputFileOpt = Annotated[Path | None, typer.Option(
-    "--output-file", help="Write the report to this file (the terminal still gets the table).")]
-FixDirOpt = Annotated[Path | None, typer.Option(
-    "--fix-dir", metavar="DIR", help="Write one reviewable patch file per workload into DIR, "
-    "with the kubectl patch / kubectl diff commands for it (never applied by vllm-triage).")]
-
-
-def parse_window(text: str) -> float:
-    """--since: a positive duration such as 30m, 2h or 1h30m, at most 7 days."""
-    m = _DURATION.match(text.strip())
-    if not text.strip() or not m:
-        raise InputError(f"--since {text!r} is not a duration such as 30m, 2h or 1h30m")
-    hours, minutes, seconds = (float(g) if g else 0.0 for g in m.groups())
-    total = hours * 3600 + minutes * 60 + seconds
-    if not 60 <= total <= 7 * 86400:
-        raise InputError(f"--since {text!r} must be between 1m and 7 days")
-    return total
-
-
-@dataclass(frozen=True)
-class PrometheusArgs:
-    url: str | None = None
-    since: str = "30m"
-    token: str | None = None
-    user: str | None = None
-    password: str | None = None
-    ca_file: Path | None = None
-    insecure: bool = False
-
-
-def _prometheus_options(args: PrometheusArgs, timeout: float) -> PrometheusOptions | None:
-    window = parse_window(args.since)
-    if args.url is None:
-        return None
-    from triage.collect.prometheus import PrometheusOptions
-
-    url = args.url.strip()
-    if url != "auto" and not regex.match(r"^https?://[^\s/]+", url):
-        raise InputError(f"--prometheus {redact_text(url)!r} is neither an http(s):// URL "
-                         "nor auto")
-    if args.ca_file is not None and not args.ca_file.is_file():
-        raise InputError(f"--prometheus-ca-file {args.ca_file} does not exist")
-    return PrometheusOptions(url=url, window_seconds=window, token=args.token,
-                             username=args.user, password=args.password,
-                             ca_file=str(args.ca_file) if args.ca_file else None,
-                             insecure_skip_tls_verify=args.insecure, timeout=timeout)
-
-
-def _live_collector(namespace: str | None, all_namespaces: bool, kubeconfig: str | None,
-                    context: str | None, selector: str | None, request_timeout: str,
-                    tail_lines: int, progress: Callable[[str], None],
-                    prometheus: PrometheusArgs | None = None) -> LiveCollector:
-    # The kubernetes client takes a fifth of a second to import; analyze never needs it.
-    from triage.collect.live import LiveCollector, Options, connect
-
-    timeout = parse_duration(request_timeout)
-    prom = _prometheus_options(prometheus or PrometheusArgs(), timeout)
-    conn = connect(kubeconfig, context, timeout)
-    opts = Options(namespace=namespace or conn.default_namespace, all_namespaces=all_namespaces,
-                   selector=selector, tail_lines=tail_lines, request_timeout=timeout,
-                   prometheus=prom)
-    return LiveCollector(conn, opts, progress)
-
-
-@app.command(epilog=EPILOG)
-def scan(
-    namespace: NamespaceOpt = None,
-    all_namespaces: AllNsOpt = False,
-    kubeconfig: KubeconfigOpt = None,
-    context: ContextOpt = None,
-    selector: SelectorOpt = None,
-    output: Annotated[Output, typer.Option("-o", "--output", help="Report format.")] = Output.table,
-    output_file: OutputFileOpt = None,
-    fix_dir: FixDirOpt = None,
-    request_timeout: TimeoutOpt = "30s",
-    tail_lines: TailOpt = 3000,
-    patterns: PatternsOpt = None,
-    prometheus: PrometheusOpt = None,
-    since: SinceOpt = "30m",
-    prometheus_token: PromTokenOpt = None,
-    prometheus_user: PromUserOpt = None,
-    prometheus_password: PromPasswordOpt = None,
-    prometheus_ca_file: PromCaOpt = None,
-    prometheus_insecure_skip_tls_verify: PromInsecureOpt = False,
-    debug: DebugOpt = False,
-) -> None:
-    """Read the cluster and print the diagnosis and the 10-step checklist."""
-    prom = PrometheusArgs(prometheus, since, prometheus_token, prometheus_user,
-                          prometheus_password, prometheus_ca_file,
-                          prometheus_insecure_skip_tls_verify)
-    with _guard(debug):
-        with _progress() as tick:
-            collector = _live_collector(namespace, all_namespaces, kubeconfig, context,
-                                        selector, request_timeout, tail_lines, tick, prom)
-            snap = collector.begin()
-            # Each pod is analysed as soon as its reads are in, while the others are read.
-            with collector.reading(snap) as arrivals:
-                # Loaded now, while the first reads are under way.
-                from triage import pipeline
-
-                report = pipeline.analyze(snap, list(patterns or []), arrivals)
-        _emit(report, output, output_file, fix_dir)
-    raise typer.Exit(pipeline.exit_code(report))
-
-
-@app.command(epilog=EPILOG)
-def collect(
-    output: Annotated[Path, typer.Option("-o", "--output", help="Bundle file to write "
-                                         "(.tar.gz).")],
-    namespace: NamespaceOpt = None,
-    all_namespaces: AllNsOpt = False,
-    kubeconfig: KubeconfigOpt = None,
-    context: ContextOpt = None,
-    selector: SelectorOpt = None,
-    request_timeout: TimeoutOpt = "30s",
-    tail_lines: TailOpt = 3000,
-    prometheus: PrometheusOpt = None,
-    since: SinceOpt = "30m",
-    prometheus_token: PromTokenOpt = None,
-    prometheus_user: PromUserOpt = None,
-    prometheus_password: PromPasswordOpt = None,
-    prometheus_ca_file: PromCaOpt = None,
-    prometheus_insecure_skip_tls_verify: PromInsecureOpt = False,
-    debug: DebugOpt = False,
-) -> None:
-    """Save everything scan reads (redacted) into a bundle for offline analysis."""
-    from triage.collect import bundle
-
-    prom = PrometheusArgs(prometheus, since, prometheus_token, prometheus_user,
-                          prometheus_password, prometheus_ca_file,
-                          prometheus_insecure_skip_tls_verify)
-    with _guard(debug):
-        with _progress() as tick:
-            snap = _live_collector(namespace, all_namespaces, kubeconfig, context, selector,
-                                   request_timeout, tail_lines, tick, prom).collect()
-        try:
-            bundle.write(snap, output)
-        except OSError as exc:
-            raise InputError(f"cannot write {output}: {exc.strerror or exc}") from None
-        failures = len(snap.failures)
-        _say(f"bundle written to {output}"
-             + (f" ({failures} read(s) failed, listed inside)" if failures else ""))
-
-
-@app.command(epilog=EPILOG)
-def analyze(
-    bundle_path: Annotated[Path, typer.Argument(
-        metavar="BUNDLE", help="A bundle (.tar.gz), an unpacked bundle, or a fixture directory.")],
-    output: Annotated[Output, typer.Option("-o", "--output", help="Report format.")] = Output.table,
-    output_file: OutputFileOpt = None,
-    fix_dir: FixDirOpt = None,
-    patterns: PatternsOpt = None,
-    debug: DebugOpt = False,
-) -> None:
-    """Produce the report from a saved bundle, with no cluster."""
-    from triage import pipeline
-    from triage.collect import bundle
-
-    with _guard(debug):
-        snap = bundle.load(bundle_path)
-        report = pipeline.analyze(snap, list(patterns or []))
-        _emit(report, output, output_file, fix_dir)
-    raise typer.Exit(pipeline.exit_code(report))
-
-
-@app.command("patterns")
-def list_patterns(
-    patterns: PatternsOpt = None,
-    facts: Annotated[bool, typer.Option(
-        "--facts", help="List the facts and metrics a pattern may use instead.")] = False,
-    test: Annotated[bool, typer.Option(
-        "--test", help="Run every pattern's whole-rule examples (exit 1 if one fails).")] = False,
-    markdown: Annotated[bool, typer.Option(
-        "--markdown", help="With --facts: print the list as a Markdown table.")] = False,
-) -> None:
-    """List the finding patterns and check every pattern file (exit 2 if one is malformed)."""
-    from triage.rules.loader import load_patterns
-
-    if facts:
-        from triage.rules.catalogue import facts_markdown, facts_text
-
-        typer.echo(facts_markdown() if markdown else facts_text(), nl=False)
-        raise typer.Exit(EXIT_OK)
-    loaded = load_patterns(list(patterns or []))
-    for err in loaded.errors:
-        _say(f"vllm-triage: error: {err}")
-    if test:
-        from triage.rules.examples import run_examples
-
-        results = run_examples(loaded.patterns)
-        failed = [r for r in results if not r.ok]
-        for r in failed:
-            typer.echo(sanitize(f"FAIL {r.describe()}"))
-        for p in loaded.patterns:
-            kinds = {ex.reports for ex in p.examples}
-            if not {True, False} <= kinds:
-                typer.echo(sanitize(f"note {p.id}: no "
-                                f"{'reporting' if True not in kinds else 'silent'} "
-                                f"example ({p.source})"))
-        typer.echo(f"{len(results) - len(failed)} passed, {len(failed)} failed "
-                   f"({len(loaded.patterns)} patterns)")
-        raise typer.Exit(EXIT_USAGE if loaded.errors else 1 if failed else EXIT_OK)
-    for p in sorted(loaded.patterns, key=lambda p: (p.step, p.id)):
-        typer.echo(sanitize(f"{p.id:28} {p.severity.value:9} step {p.step:<3} {p.title}  "
-                            f"[{p.source}]"))
-    raise typer.Exit(EXIT_USAGE if loaded.errors else EXIT_OK)
+app.command("scan", epilog=EPILOG)(scan.scan)
+app.command("collect", epilog=EPILOG)(collect.collect)
+app.command("analyze", epilog=EPILOG)(analyze.analyze)
+app.command("patterns")(patterns.list_patterns)
 
 
 def main() -> None:
@@ -475,7 +82,7 @@ def main() -> None:
     # as kubectl-vllm_triage, usage lines read "kubectl vllm-triage ...".
     plugin = Path(sys.argv[0]).name.startswith("kubectl-")
     with suppress(ValueError):  # not the main thread (embedded): leave signals alone
-        signal.signal(signal.SIGTERM, _on_sigterm)
+        signal.signal(signal.SIGTERM, on_sigterm)
     app(prog_name="kubectl vllm-triage" if plugin else "vllm-triage")
 
 

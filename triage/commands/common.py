@@ -1,0 +1,281 @@
+"""What the commands share: their options, one-line errors and exit codes, the
+spinner, writing a report (atomically) and connecting to the cluster.
+
+Exit codes (a public contract): 0 nothing failing; 1 a checklist step is
+``fail`` or a finding is critical; 2 usage error or unreadable input; 3 the
+cluster cannot be reached or refuses the credentials.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import regex
+import typer
+from rich.console import Console
+
+from triage.collect import CollectError, InputError
+from triage.redact import redact_text
+from triage.sanitize import sanitize
+
+if TYPE_CHECKING:
+    from triage.collect.live import LiveCollector
+    from triage.collect.prometheus import PrometheusOptions
+    from triage.report import Report
+
+# 1 comes from the report (pipeline.exit_code), 3 from ClusterUnreachable.
+EXIT_OK, EXIT_USAGE = 0, 2
+
+
+class Output(str, Enum):
+    table = "table"
+    json = "json"
+    yaml = "yaml"
+    markdown = "markdown"
+    html = "html"
+
+
+def stderr_console() -> Console:
+    return Console(stderr=True, highlight=False, soft_wrap=True)  # paths stay on one line
+
+
+def say(message: str) -> None:
+    """One line on stderr. It can quote a kubeconfig, a bundle, a server's
+    message or a path: made safe for the terminal and masked like a report."""
+    stderr_console().print(redact_text(sanitize(message)), markup=False, highlight=False)
+
+
+def fail(message: str, code: int) -> None:
+    say(f"vllm-triage: error: {message}")
+    raise typer.Exit(code)
+
+
+_DURATION = regex.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s?)?$")
+
+
+def parse_duration(text: str) -> float:
+    """kubectl's --request-timeout: '0' (no limit), '30', '30s', '1m', '1m30s'."""
+    m = _DURATION.match(text.strip())
+    if not text.strip() or not m:
+        raise typer.BadParameter(f"{text!r} is not a duration such as 30s, 1m or 0")
+    hours, minutes, seconds = (float(g) if g else 0.0 for g in m.groups())
+    total = hours * 3600 + minutes * 60 + seconds
+    return total if total > 0 else 3600.0  # "0" means no limit; an hour is our ceiling
+
+
+def use_color() -> bool:
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return sys.stdout.isatty()
+
+
+@contextmanager
+def guard(debug: bool) -> Iterator[None]:
+    """Turn every failure into one clear line and an exit code; never a traceback."""
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except CollectError as exc:
+        fail(str(exc), exc.exit_code)
+    except KeyboardInterrupt:
+        fail("interrupted", 130)
+    except Terminated:
+        fail("terminated", 143)
+    except Exception as exc:
+        if debug:
+            traceback.print_exc()
+        fail(f"unexpected {exc.__class__.__name__}: {exc} (rerun with --debug for details)",
+              EXIT_USAGE)
+
+
+def emit(report: Report, output: Output, output_file: Path | None,
+         fix_dir: Path | None = None) -> None:
+    from triage.report import writers
+
+    if fix_dir is not None:
+        from triage.report import fixdir
+
+        try:
+            written = fixdir.write(report, fix_dir, write_atomically)
+        except OSError as exc:
+            fail(f"cannot write patches to {fix_dir}: {exc.strerror or exc}", EXIT_USAGE)
+        say(f"{len(written)} patch file(s) written to {fix_dir}" if written else
+            f"no patch to write to {fix_dir}: no finding has a computed patch")
+
+    render = writers()
+    if output.value not in render:
+        fail(f"output format {output.value!r} is not available in this build", EXIT_USAGE)
+    if output_file is not None:
+        text = render[output.value](report, False)
+        try:
+            write_atomically(output_file, text.encode("utf-8"))
+        except OSError as exc:
+            fail(f"cannot write {output_file}: {exc.strerror or exc}", EXIT_USAGE)
+        say(f"report written to {output_file}")
+        sys.stdout.write(render["table"](report, use_color()))
+    else:
+        sys.stdout.write(render[output.value](report, output is Output.table and use_color()))
+    sys.stdout.flush()
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write ``path`` so that it holds the old report or the new one, never half of one.
+
+    The text goes to a temporary file in the same directory, which then
+    replaces the target by rename: a kill mid-write leaves the previous
+    report intact, and a symbolic link at the target is replaced, not
+    followed (the report never lands where the link points).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir():
+        raise IsADirectoryError(21, "is a directory")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # what a plain write would have made
+        os.replace(tmp, path)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+class Terminated(BaseException):
+    """SIGTERM, turned into an exception so cleanups (temp files, the kubernetes
+    client's decoded client key, open connections) run as for Ctrl-C."""
+
+
+def on_sigterm(_signum: int, _frame: object) -> None:
+    raise Terminated
+
+
+@contextmanager
+def progress() -> Iterator[Callable[[str], None]]:
+    """A spinner on stderr while collecting; stdout carries only the report."""
+    console = stderr_console()
+    if not console.is_terminal:
+        yield lambda _msg: None
+        return
+    with console.status("collecting") as status:
+        yield lambda msg: status.update(f"collecting: {sanitize(msg)}")
+
+
+NamespaceOpt = Annotated[str | None, typer.Option(
+    "-n", "--namespace", help="Namespace to scan (default: the kubeconfig context's).")]
+AllNsOpt = Annotated[bool, typer.Option("-A", "--all-namespaces", help="Scan every namespace.")]
+KubeconfigOpt = Annotated[str | None, typer.Option(
+    "--kubeconfig", help="Path to the kubeconfig file (default: $KUBECONFIG, ~/.kube/config, "
+    "or the in-cluster service account).")]
+ContextOpt = Annotated[str | None, typer.Option("--context", help="Kubeconfig context to use.")]
+SelectorOpt = Annotated[str | None, typer.Option(
+    "-l", "--selector", help="Label selector for the vLLM pods (e.g. app=vllm); selected pods "
+    "are triaged even when their image does not name vLLM.")]
+TimeoutOpt = Annotated[str, typer.Option(
+    "--request-timeout", help="Wall-time limit of each API request, answer included "
+    "(30s, 1m; 0 for an hour).")]
+TailOpt = Annotated[int, typer.Option(
+    "--tail-lines", min=1, max=200000, help="Log lines read per container log.")]
+PatternsOpt = Annotated[list[Path] | None, typer.Option(
+    "--patterns", help="Extra directory of pattern files (repeatable); a file with the id of a "
+    "built-in pattern replaces it.")]
+DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks on internal errors.")]
+PrometheusOpt = Annotated[str | None, typer.Option(
+    "--prometheus", metavar="URL|auto", help="Also ask this Prometheus (http(s)://host:port) "
+    "about latency, the queue and the GPUs over --since; 'auto' finds a Prometheus Service in "
+    "the cluster and asks it through the API server's service proxy.")]
+SinceOpt = Annotated[str, typer.Option(
+    "--since", help="The window Prometheus is asked about, ending now (30m, 2h, 1h30m).")]
+PromTokenOpt = Annotated[str | None, typer.Option(
+    "--prometheus-token", envvar="VLLM_TRIAGE_PROMETHEUS_TOKEN", show_envvar=True,
+    help="Bearer token for --prometheus URL.")]
+PromUserOpt = Annotated[str | None, typer.Option(
+    "--prometheus-user", envvar="VLLM_TRIAGE_PROMETHEUS_USER", show_envvar=True,
+    help="Basic-auth user for --prometheus URL.")]
+PromPasswordOpt = Annotated[str | None, typer.Option(
+    "--prometheus-password", envvar="VLLM_TRIAGE_PROMETHEUS_PASSWORD", show_envvar=True,
+    help="Basic-auth password for --prometheus URL (prefer the environment variable).")]
+PromCaOpt = Annotated[Path | None, typer.Option(
+    "--prometheus-ca-file", help="CA bundle that signed --prometheus URL's certificate.")]
+PromInsecureOpt = Annotated[bool, typer.Option(
+    "--prometheus-insecure-skip-tls-verify",
+    help="Do not check --prometheus URL's certificate (like kubectl's "
+    "--insecure-skip-tls-verify).")]
+OutputFileOpt = Annotated[Path | None, typer.Option(
+    "--output-file", help="Write the report to this file (the terminal still gets the table).")]
+FixDirOpt = Annotated[Path | None, typer.Option(
+    "--fix-dir", metavar="DIR", help="Write one reviewable patch file per workload into DIR, "
+    "with the kubectl patch / kubectl diff commands for it (never applied by vllm-triage).")]
+
+
+def parse_window(text: str) -> float:
+    """--since: a positive duration such as 30m, 2h or 1h30m, at most 7 days."""
+    m = _DURATION.match(text.strip())
+    if not text.strip() or not m:
+        raise InputError(f"--since {text!r} is not a duration such as 30m, 2h or 1h30m")
+    hours, minutes, seconds = (float(g) if g else 0.0 for g in m.groups())
+    total = hours * 3600 + minutes * 60 + seconds
+    if not 60 <= total <= 7 * 86400:
+        raise InputError(f"--since {text!r} must be between 1m and 7 days")
+    return total
+
+
+@dataclass(frozen=True)
+class PrometheusArgs:
+    url: str | None = None
+    since: str = "30m"
+    token: str | None = None
+    user: str | None = None
+    password: str | None = None
+    ca_file: Path | None = None
+    insecure: bool = False
+
+
+def prometheus_options(args: PrometheusArgs, timeout: float) -> PrometheusOptions | None:
+    window = parse_window(args.since)
+    if args.url is None:
+        return None
+    from triage.collect.prometheus import PrometheusOptions
+
+    url = args.url.strip()
+    if url != "auto" and not regex.match(r"^https?://[^\s/]+", url):
+        raise InputError(f"--prometheus {redact_text(url)!r} is neither an http(s):// URL "
+                         "nor auto")
+    if args.ca_file is not None and not args.ca_file.is_file():
+        raise InputError(f"--prometheus-ca-file {args.ca_file} does not exist")
+    return PrometheusOptions(url=url, window_seconds=window, token=args.token,
+                             username=args.user, password=args.password,
+                             ca_file=str(args.ca_file) if args.ca_file else None,
+                             insecure_skip_tls_verify=args.insecure, timeout=timeout)
+
+
+def live_collector(namespace: str | None, all_namespaces: bool, kubeconfig: str | None,
+                    context: str | None, selector: str | None, request_timeout: str,
+                    tail_lines: int, progress: Callable[[str], None],
+                    prometheus: PrometheusArgs | None = None) -> LiveCollector:
+    # The kubernetes client takes a fifth of a second to import; analyze never needs it.
+    from triage.collect.live import LiveCollector, Options, connect
+
+    timeout = parse_duration(request_timeout)
+    prom = prometheus_options(prometheus or PrometheusArgs(), timeout)
+    conn = connect(kubeconfig, context, timeout)
+    opts = Options(namespace=namespace or conn.default_namespace, all_namespaces=all_namespaces,
+                   selector=selector, tail_lines=tail_lines, request_timeout=timeout,
+                   prometheus=prom)
+    return LiveCollector(conn, opts, progress)
