@@ -36,13 +36,6 @@ API_VERSION = {
     "LeaderWorkerSet": "leaderworkerset.x-k8s.io/v1",
     "HorizontalPodAutoscaler": "autoscaling/v2", "PersistentVolumeClaim": "v1",
 }
-# kubectl's resource names, for the commands shown.
-RESOURCE = {
-    "Deployment": "deployment", "StatefulSet": "statefulset", "ReplicaSet": "replicaset",
-    "DaemonSet": "daemonset", "InferenceService": "inferenceservice",
-    "LeaderWorkerSet": "leaderworkerset", "HorizontalPodAutoscaler": "hpa",
-    "PersistentVolumeClaim": "pvc",
-}
 _CUSTOM = {"InferenceService", "LeaderWorkerSet"}
 # Lists a strategic-merge patch merges by this key (Kubernetes' patchMergeKey).
 _MERGE_KEYS = {"containers": "name", "initContainers": "name", "volumes": "name",

@@ -23,6 +23,7 @@ from triage.facts import (
 from triage.facts.kubernetes import quantity_mib
 from triage.logs import Query
 from triage.snapshot import PREVIOUS, Obj, dig, meta
+from triage.startup import _stamp
 
 MIB = 2**20
 GIB = 2**30
@@ -264,17 +265,6 @@ def shm_volume_name(ctx: ContainerContext) -> Measured:
 _SHARDS = LOG_QUERIES.add(Query(regex.compile(
     r"Loading (?:safetensors|pt|np_cache) checkpoint shards:\s+\d+% Completed \| "
     r"(\d+)/(\d+) \[(?:(\d+):)?(\d+):(\d+)<")), keep_last=1)
-_STAMP = regex.compile(r"\b(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b")
-
-
-def _stamp(raw: str) -> float | None:
-    m = _STAMP.search(raw[:120])
-    if not m:
-        return None
-    month, day, hour, minute, second = (int(g) for g in m.groups())
-    return ((((month - 1) * 31 + day - 1) * 24 + hour) * 60 + minute) * 60.0 + second
-
-
 @fact("load_estimate_seconds", unit="seconds", scope="container",
       doc="the weights load extrapolated from the last shard progress line: from the log's "
           "first line to the shards' start, plus the shards' elapsed time x total / done; "
