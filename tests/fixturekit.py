@@ -129,3 +129,34 @@ def write_bytes(path: Path, data: str | bytes) -> None:
 def template_pod(root: Path, name: str = CUDA_OOM_POD) -> dict[str, Any]:
     pod = next(p for p in load_list(root, "pods")["items"] if p["metadata"]["name"] == name)
     return copy.deepcopy(pod)
+
+
+HEALTHY_POD = "vllm-qwen-6d8f7b9c5d-2kqzt"
+
+
+def crashlooping(dest: Path, pod_name: str = HEALTHY_POD) -> Path:
+    """well-sized-healthy a few minutes later: one of its pods crash-loops, its engine
+    killed by a CUDA OOM (the cuda-oom fixture's log), the same pod, restarted 6 times."""
+    root = copy_fixture(dest, "well-sized-healthy")
+    pods = load_list(root, "pods")
+    pod = next(p for p in pods["items"] if p["metadata"]["name"] == pod_name)
+    status = pod["status"]
+    for cond in status["conditions"]:
+        if cond["type"] in ("Ready", "ContainersReady"):
+            cond.update(status="False", reason="ContainersNotReady",
+                        message="containers with unready status: [vllm]")
+    cs = status["containerStatuses"][0]
+    cs.update(restartCount=6, started=False, ready=False, state={"waiting": {
+        "reason": "CrashLoopBackOff",
+        "message": f"back-off 5m0s restarting failed container=vllm pod={pod_name}_llm"}},
+        lastState={"terminated": {"exitCode": 1, "reason": "Error",
+                                  "startedAt": "2026-11-28T03:05:12Z",
+                                  "finishedAt": "2026-11-28T03:06:58Z",
+                                  "containerID": "containerd://9e1f4a7c0d3b"}})
+    save_list(root, "pods", pods)
+    logs = root / "logs" / "llm" / pod_name
+    (logs / "vllm.log").unlink(missing_ok=True)
+    (root / "metrics" / "llm" / f"{pod_name}.txt").unlink(missing_ok=True)
+    write_bytes(logs / "vllm.previous.log", (FIXTURES / "cuda-oom" / "logs" / "llm" /
+                                             CUDA_OOM_POD / "vllm.previous.log").read_bytes())
+    return root

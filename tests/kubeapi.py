@@ -23,6 +23,14 @@ and, to play a hostile or broken server (kinds are plurals, ``log`` or ``proxy``
       not_json: [pods]                  # 200 with an HTML page
       ignore_limit_bytes: true          # pod logs: limitBytes is not applied
 
+      watch_gone: true                  # every watch ends at once: 410 Gone (expired version)
+
+The replayed cluster can change: ``server.switch(other_fixture_dir)`` serves
+another fixture from then on, as the same cluster a moment later. The pods
+that differ become watch events (ADDED, MODIFIED, DELETED) with a new
+``resourceVersion``, sent to open watches and to watches started from an
+older version, the way an API server's watch cache does.
+
 Run by hand: ``python -m tests.kubeapi fixtures/cuda-oom --port 8001``.
 """
 
@@ -30,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import collections
 import contextlib
 import datetime as dt
 import ipaddress
@@ -71,6 +80,18 @@ RESOURCES: dict[str, tuple[str, str, str, bool, list[str]]] = {
     "inferenceservices": ("serving.kserve.io", "v1beta1", "InferenceService", True, ["isvc"]),
 }
 SUBRESOURCES = {"pods": ["log", "proxy", "status"], "services": ["proxy"]}
+# Kinds a cluster serves that the tool never reads, for ``kubectl apply
+# --dry-run=client`` of deploy/ (discovery must know them): served with
+# ``KubeAPIServer(..., deploy_kinds=True)``, always empty.
+DEPLOY_RESOURCES: dict[str, tuple[str, str, str, bool, list[str]]] = {
+    "serviceaccounts": ("", "v1", "ServiceAccount", True, ["sa"]),
+    "roles": ("rbac.authorization.k8s.io", "v1", "Role", True, []),
+    "rolebindings": ("rbac.authorization.k8s.io", "v1", "RoleBinding", True, []),
+    "clusterroles": ("rbac.authorization.k8s.io", "v1", "ClusterRole", False, []),
+    "clusterrolebindings": ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", False, []),
+    "servicemonitors": ("monitoring.coreos.com", "v1", "ServiceMonitor", True, ["smon"]),
+    "prometheusrules": ("monitoring.coreos.com", "v1", "PrometheusRule", True, ["promrule"]),
+}
 
 
 def _status(code: int, reason: str, message: str) -> dict[str, Any]:
@@ -434,7 +455,7 @@ class Handler(BaseHTTPRequestHandler):
         if rest[0] == "namespaces" and len(rest) >= 3:
             ns, rest = rest[1], rest[2:]
         plural = rest[0]
-        spec = RESOURCES.get(plural)
+        spec = self.server.resources.get(plural)
         if spec is None or (spec[0], spec[1]) != (group, version) or not fx.served(plural):
             self._send(404, _status(404, "NotFound",
                                     "the server could not find the requested resource"))
@@ -507,7 +528,7 @@ class Handler(BaseHTTPRequestHandler):
             self._send(400, _status(400, "BadRequest", str(exc)))
             return
         items = [o for o in items if _match_fields(o, terms)]
-        list_meta: dict[str, Any] = {"resourceVersion": "424242"}
+        list_meta: dict[str, Any] = {"resourceVersion": str(self.server.version)}
         if query.get("watch") in ("true", "1"):
             self._watch(plural, items, accept, query)
             return
@@ -543,8 +564,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def _watch(self, plural: str, items: list[dict[str, Any]], accept: str,
                query: dict[str, str]) -> None:
-        """A watch: ADDED for every object, then nothing until timeoutSeconds or the client
-        hangs up (the replayed cluster never changes)."""
+        """A watch: ADDED for every object when started from no version, then the
+        changes after the version it started from (``switch``), until timeoutSeconds
+        or the client hangs up."""
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
@@ -554,25 +576,57 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
             self.wfile.flush()
 
-        # From a resourceVersion (kubectl -w lists first) only later changes come, and a
-        # replayed cluster has none; from none or "0" every object arrives as ADDED.
-        initial = items if query.get("resourceVersion", "") in ("", "0") else []
-        for obj in initial:
-            body = _table(plural, [obj], {"resourceVersion": "424242"}) \
+        def send(kind: str, obj: dict[str, Any]) -> None:
+            body = _table(plural, [obj], {"resourceVersion": str(self.server.version)}) \
                 if "as=Table" in accept else obj
-            chunk(json.dumps({"type": "ADDED", "object": body}).encode() + b"\n")
+            chunk(json.dumps({"type": kind, "object": body}).encode() + b"\n")
+
+        srv = self.server
+        since = query.get("resourceVersion", "")
+        if since in ("", "0"):
+            for obj in items:
+                send("ADDED", obj)
+            seen = srv.version
+        else:
+            seen = int(since) if since.isdigit() else srv.version
+        oldest = srv.changes[0][0] if srv.changes else srv.version + 1
+        if srv.fixture.faults.get("watch_gone") or (
+                since.isdigit() and seen < srv.version and seen + 1 < oldest):
+            send("ERROR", _status(410, "Expired", f"too old resource version: {since} "
+                                  f"({srv.version})"))
+            chunk(b"")
+            self.close_connection = True
+            return
+        ns = self.path.split("/namespaces/", 1)[1].split("/", 1)[0] \
+            if "/namespaces/" in self.path else None
+        selector = query.get("labelSelector", "")
         timeout = query.get("timeoutSeconds", "")
         deadline = time.monotonic() + (float(timeout) if timeout.isdigit() else 1800.0)
-        while time.monotonic() < deadline and not self.server.stopping.is_set():
-            readable, _, _ = select.select([self.connection], [], [], 0.2)
-            if readable:
-                try:
-                    if not self.connection.recv(1):
-                        break  # the client hung up
-                except (OSError, ssl.SSLError):
-                    break
-        with contextlib.suppress(OSError):
-            self.wfile.write(b"0\r\n\r\n")
+        try:
+            while time.monotonic() < deadline and not srv.stopping.is_set():
+                with srv.changed:
+                    fresh = [c for c in srv.changes if c[0] > seen and c[2] == plural]
+                    if not fresh:
+                        srv.changed.wait(0.2)
+                if fresh:
+                    for version, kind, _plural, obj in fresh:
+                        seen = version
+                        md = obj.get("metadata") or {}
+                        if (ns is None or md.get("namespace") == ns) and _match_labels(
+                                md.get("labels") or {}, selector):
+                            send(kind, obj)
+                    continue
+                readable, _, _ = select.select([self.connection], [], [], 0)
+                if readable:
+                    try:
+                        if not self.connection.recv(1):
+                            break  # the client hung up
+                    except (OSError, ssl.SSLError):
+                        break
+            with contextlib.suppress(OSError):
+                chunk(b"")
+        except (OSError, ssl.SSLError):
+            pass
         self.close_connection = True
 
     def _fault(self, kind: str, ns: str | None, rest: list[str]) -> bool:
@@ -758,7 +812,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _group_list(self) -> dict[str, Any]:
         groups: dict[str, set[str]] = {}
-        for plural, (group, version, *_rest) in RESOURCES.items():
+        for plural, (group, version, *_rest) in self.server.resources.items():
             if group and self.server.fixture.served(plural):
                 groups.setdefault(group, set()).add(version)
         return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
@@ -770,7 +824,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _resource_list(self, group: str, version: str) -> dict[str, Any]:
         resources = []
-        for plural, (g, v, kind, namespaced, short) in RESOURCES.items():
+        for plural, (g, v, kind, namespaced, short) in self.server.resources.items():
             if (g, v) != (group, version) or not self.server.fixture.served(plural):
                 continue
             resources.append({"name": plural, "singularName": kind.lower(),
@@ -941,7 +995,7 @@ class KubeAPIServer(ThreadingHTTPServer):
     def __init__(self, fixture_dir: Path, port: int = 0, token: str = TOKEN,
                  request_log: Path | None = None, expired_cert: bool = False,
                  client_certs: bool = False, rbac: RBAC | None = None,
-                 latency: float = 0.0) -> None:
+                 latency: float = 0.0, deploy_kinds: bool = False) -> None:
         """``expired_cert``: serve a certificate that has expired; ``client_certs``:
         require a client certificate signed by the test CA (as an API server with
         --client-ca-file does when a client offers one); ``latency``: seconds every
@@ -961,6 +1015,7 @@ class KubeAPIServer(ThreadingHTTPServer):
             context.load_verify_locations(self.tls.ca_file)
         self.socket = context.wrap_socket(self.socket, server_side=True)
         self.fixture = Fixture(fixture_dir)
+        self.resources = {**RESOURCES, **(DEPLOY_RESOURCES if deploy_kinds else {})}
         self.token = token
         self.latency = latency
         self.requests: list[str] = []
@@ -972,6 +1027,37 @@ class KubeAPIServer(ThreadingHTTPServer):
         self.counts: dict[str, int] = {}
         self.rbac = rbac  # None: everything is allowed (but Secrets)
         self.denied: list[str] = []
+        # The cluster's resourceVersion and the last changes, for watches (switch()).
+        self.version = 424242
+        self.changes: collections.deque[tuple[int, str, str, dict[str, Any]]] = \
+            collections.deque(maxlen=1000)
+        self.changed = threading.Condition()
+
+    def switch(self, fixture_dir: Path) -> None:
+        """Serve ``fixture_dir`` from now on, as this cluster a moment later: the pods
+        that changed are sent to watches as events with new resource versions."""
+        new = Fixture(fixture_dir)
+
+        def by_key(fx: Fixture) -> dict[tuple[str, str], dict[str, Any]]:
+            return {((o.get("metadata") or {}).get("namespace") or "",
+                     (o.get("metadata") or {}).get("name") or ""): o
+                    for o in fx.objects.get("pods", [])}
+
+        old_pods, new_pods = by_key(self.fixture), by_key(new)
+        with self.changed:
+            for key in sorted(old_pods.keys() | new_pods.keys()):
+                before, after = old_pods.get(key), new_pods.get(key)
+                if before == after:
+                    continue
+                self.version += 1
+                kind = "DELETED" if after is None else "ADDED" if before is None else "MODIFIED"
+                obj = json.loads(json.dumps(after if after is not None else before))
+                obj.setdefault("metadata", {})["resourceVersion"] = str(self.version)
+                if after is not None:
+                    after.setdefault("metadata", {})["resourceVersion"] = str(self.version)
+                self.changes.append((self.version, kind, "pods", obj))
+            self.fixture = new
+            self.changed.notify_all()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hangs up (a timed-out scan, kubectl -w ended) is not an error."""

@@ -39,12 +39,14 @@ def backfill(scenario: str, data: Path) -> None:
 
 
 @contextmanager
-def prometheus(data: Path, port: int | None = None) -> Iterator[str]:
-    """Serve ``data`` with a real Prometheus; yields its base URL; stops it after."""
+def prometheus(data: Path, port: int | None = None, config_text: str | None = None
+               ) -> Iterator[str]:
+    """Serve ``data`` with a real Prometheus; yields its base URL; stops it after.
+    ``config_text``: its prometheus.yml (default: scrapes nothing)."""
     binary = need("prometheus")
     port = port or free_port()
     config = data.parent / "prometheus.yml"
-    config.write_text("global:\n  scrape_interval: 1h\n", encoding="utf-8")
+    config.write_text(config_text or "global:\n  scrape_interval: 1h\n", encoding="utf-8")
     log = data.parent / "prometheus.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(

@@ -223,6 +223,20 @@ def connect(kubeconfig: str | None, context: str | None, timeout: float,
     return Connection(api, ctx_name, namespace)
 
 
+def list_contexts(kubeconfig: str | None) -> list[str]:
+    """Every context of the kubeconfig (--all-contexts), in the file's order."""
+    path = kubeconfig or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+    try:
+        contexts, _active = k8s_config.list_kube_config_contexts(config_file=path)
+    except Exception as exc:
+        raise InputError(f"cannot read the contexts of kubeconfig {path}: "
+                         f"{_one_line(str(exc))}") from None
+    names = [str(c.get("name")) for c in contexts or [] if c.get("name")]
+    if not names:
+        raise InputError(f"kubeconfig {path} has no contexts")
+    return names
+
+
 def _one_line(text: str) -> str:
     return " ".join(text.split())[:400]
 
@@ -460,6 +474,8 @@ class LiveCollector:
         self.opts = opts
         self.reader = Reader(conn, opts.request_timeout, opts.max_json_bytes)
         self.progress = progress or (lambda _msg: None)
+        # The resourceVersion of the last pod list: `watch` watches pods from there.
+        self.pods_version = ""
 
     def _ns_path(self, prefix: str, plural: str, ns: str | None) -> str:
         if ns is None:
@@ -614,6 +630,7 @@ class LiveCollector:
                     f"not allowed to list pods in {ns or 'any namespace'}: {exc.reason}") from None
             raise ClusterUnreachable(f"listing pods failed: {exc.reason}") from None
         items = data.get("items")
+        self.pods_version = str((data.get("metadata") or {}).get("resourceVersion") or "")
         return normalize_items("pods", items, notes) if isinstance(items, list) else []
 
     def _lister(self, snap: Snapshot, kind: str, path: str,

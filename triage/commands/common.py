@@ -184,6 +184,12 @@ KubeconfigOpt = Annotated[str | None, typer.Option(
     "--kubeconfig", help="Path to the kubeconfig file (default: $KUBECONFIG, ~/.kube/config, "
     "or the in-cluster service account).")]
 ContextOpt = Annotated[str | None, typer.Option("--context", help="Kubeconfig context to use.")]
+ContextsOpt = Annotated[list[str] | None, typer.Option(
+    "--context", metavar="CONTEXT", help="Kubeconfig context to use; repeat it to read "
+    "several clusters in parallel (one section, or one triage loop, per cluster).")]
+AllContextsOpt = Annotated[bool, typer.Option(
+    "--all-contexts", help="Every context of the kubeconfig (one section, or one triage "
+    "loop, per cluster).")]
 SelectorOpt = Annotated[str | None, typer.Option(
     "-l", "--selector", help="Label selector for the vLLM pods (e.g. app=vllm); selected pods "
     "are triaged even when their image does not name vLLM.")]

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from triage.collect import InputError
 from triage.commands.common import (
+    EXIT_USAGE,
+    AllContextsOpt,
     AllNsOpt,
-    ContextOpt,
+    ContextsOpt,
     DebugOpt,
     FixDirOpt,
     KubeconfigOpt,
@@ -28,9 +33,13 @@ from triage.commands.common import (
     TailOpt,
     TimeoutOpt,
     emit,
+    fail,
     guard,
     live_collector,
     progress,
+    say,
+    use_color,
+    write_atomically,
 )
 
 
@@ -38,7 +47,8 @@ def scan(
     namespace: NamespaceOpt = None,
     all_namespaces: AllNsOpt = False,
     kubeconfig: KubeconfigOpt = None,
-    context: ContextOpt = None,
+    context: ContextsOpt = None,
+    all_contexts: AllContextsOpt = False,
     selector: SelectorOpt = None,
     output: Annotated[Output, typer.Option("-o", "--output", help="Report format.")] = Output.table,
     output_file: OutputFileOpt = None,
@@ -59,9 +69,14 @@ def scan(
     prom = PrometheusArgs(prometheus, since, prometheus_token, prometheus_user,
                           prometheus_password, prometheus_ca_file,
                           prometheus_insecure_skip_tls_verify)
+    contexts = list(dict.fromkeys(context or []))
+    if all_contexts or len(contexts) > 1:
+        scan_clusters(contexts, all_contexts, namespace, all_namespaces, kubeconfig, selector,
+                      output, output_file, request_timeout, tail_lines, patterns, prom, debug)
     with guard(debug):
         with progress() as tick:
-            collector = live_collector(namespace, all_namespaces, kubeconfig, context,
+            collector = live_collector(namespace, all_namespaces, kubeconfig,
+                                       contexts[0] if contexts else None,
                                        selector, request_timeout, tail_lines, tick, prom)
             snap = collector.begin()
             # Each pod is analysed as soon as its reads are in, while the others are read.
@@ -72,3 +87,44 @@ def scan(
                 report = pipeline.analyze(snap, list(patterns or []), arrivals)
         emit(report, output, output_file, fix_dir)
     raise typer.Exit(pipeline.exit_code(report))
+
+
+def scan_clusters(contexts: list[str], all_contexts: bool, namespace: str | None,
+                  all_namespaces: bool, kubeconfig: str | None, selector: str | None,
+                  output: Output, output_file: Path | None, request_timeout: str,
+                  tail_lines: int, patterns: list[Path] | None, prom: PrometheusArgs,
+                  debug: bool) -> None:
+    """scan over several clusters: read in parallel, one report with a section each."""
+    from triage import fleet
+    from triage.report.clusters import render
+
+    with guard(debug):
+        if all_contexts:
+            from triage.collect.live import list_contexts
+
+            if contexts:
+                raise InputError("give either --context or --all-contexts, not both")
+            contexts = list_contexts(kubeconfig)
+
+        def make(ctx: str) -> object:
+            return live_collector(namespace, all_namespaces, kubeconfig, ctx, selector,
+                                  request_timeout, tail_lines, lambda _msg: None, prom)
+
+        with progress() as tick:
+            tick(f"{len(contexts)} clusters")
+            sections = fleet.scan_contexts(contexts, make, list(patterns or []))
+        for s in sections:
+            if s.report is None:
+                say(f"vllm-triage: warning: cluster {s.context}: {s.error}")
+        if output_file is not None:
+            try:
+                write_atomically(output_file, render(sections, output.value).encode("utf-8"))
+            except OSError as exc:
+                fail(f"cannot write {output_file}: {exc.strerror or exc}", EXIT_USAGE)
+            say(f"report written to {output_file}")
+            sys.stdout.write(render(sections, "table", use_color()))
+        else:
+            sys.stdout.write(render(sections, output.value,
+                                    output is Output.table and use_color()))
+        sys.stdout.flush()
+    raise typer.Exit(fleet.exit_code(sections))

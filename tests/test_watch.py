@@ -1,0 +1,268 @@
+"""`vllm-triage watch` against the replaying test API server, scraped by a real Prometheus.
+
+The replayed cluster changes under the running watch (``server.switch``):
+well-sized-healthy, then the same pods with one crash-looping on a CUDA OOM,
+then healthy again. The pod watch sees the restart count and readiness move
+and starts a cycle long before the 60 s interval; Prometheus, scraping the
+watch as a ServiceMonitor with honorLabels does, shows the finding series
+appear and go. Also: a cycle costs exactly a scan's requests, a failed cycle
+keeps serving the last good report and says so, SIGTERM stops it cleanly.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.conftest import FIXTURES, ROOT, replay, run_cli
+from tests.fixturekit import HEALTHY_POD, crashlooping
+from tests.promserver import free_port, prometheus
+
+HEALTHY = FIXTURES / "well-sized-healthy"
+
+
+class Watch:
+    def __init__(self, proc: subprocess.Popen[str], url: str, log: Path) -> None:
+        self.proc, self.url, self.log = proc, url, log
+
+    def get(self, path: str) -> httpx.Response:
+        return httpx.get(self.url + path, timeout=10)
+
+    def metrics(self) -> str:
+        return self.get("/metrics").text
+
+    def stderr(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 45.0,
+             proc: subprocess.Popen[str] | None = None) -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"watch exited with {proc.returncode} waiting for {what}")
+        try:
+            last = check()
+            if last:
+                return last
+        except (httpx.HTTPError, KeyError, ValueError):
+            pass
+        time.sleep(0.25)
+    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
+
+
+@contextmanager
+def watching(kubeconfig: Path, tmp_path: Path, *args: str,
+             env: dict[str, str] | None = None) -> Iterator[Watch]:
+    """Run the installed CLI's watch as a subprocess until the block ends (SIGTERM)."""
+    port = free_port()
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
+    full_env.update({"NO_COLOR": "1", "HOME": str(ROOT / ".pytest-home")}, **(env or {}))
+    log = tmp_path / f"watch-{port}.log"
+    with open(log, "w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "triage.cli", "watch", "--kubeconfig", str(kubeconfig),
+             "--listen", f"127.0.0.1:{port}", *args],
+            stdout=subprocess.DEVNULL, stderr=err, text=True, env=full_env, cwd=str(ROOT))
+    watch = Watch(proc, f"http://127.0.0.1:{port}", log)
+    try:
+        wait_for("the first complete cycle", lambda: watch.get("/readyz").status_code == 200,
+                 proc=proc)
+        yield watch
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def promql(url: str, query: str) -> list[dict[str, Any]]:
+    answer = httpx.get(f"{url}/api/v1/query", params={"query": query}, timeout=10).json()
+    assert answer["status"] == "success", answer
+    result: list[dict[str, Any]] = answer["data"]["result"]
+    return result
+
+
+def scrape_config(target: str) -> str:
+    # What a ServiceMonitor with honorLabels: true makes of the watch's Service:
+    # target labels namespace/pod of the watch pod itself, which the series'
+    # own namespace/pod labels must win over.
+    return f"""\
+global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+scrape_configs:
+- job_name: vllm-triage-watch
+  honor_labels: true
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  static_configs:
+  - targets: ['{target}']
+    labels: {{namespace: vllm-triage, pod: vllm-triage-watch-7d9f8-x2x4p}}
+"""
+
+
+def test_prometheus_sees_a_finding_come_and_go(tmp_path: Path) -> None:
+    crash = crashlooping(tmp_path / "crash")
+    (tmp_path / "prom").mkdir()
+    with replay(HEALTHY, tmp_path) as (server, kubeconfig), \
+            watching(kubeconfig, tmp_path, "--interval", "60s", "--cluster-name", "gpu-east"
+                     ) as watch, \
+            prometheus(tmp_path / "prom" / "data",
+                       config_text=scrape_config(watch.url.removeprefix("http://"))) as prom:
+        finding = ('vllm_triage_finding{cluster="gpu-east",namespace="llm",'
+                   'workload="Deployment/vllm-qwen",finding="cuda-oom",severity="critical",'
+                   'step="2"}')
+        # Healthy: scraped, every step judged, no finding series at all.
+        wait_for("a scrape of the healthy cycle", lambda: promql(
+            prom, 'vllm_triage_step_verdict{cluster="gpu-east",step="2",verdict="pass"} == 1'))
+        assert promql(prom, "vllm_triage_finding") == []
+        assert promql(prom, 'vllm_triage_pods{cluster="gpu-east"}')[0]["value"][1] == "2"
+
+        # Crash-looping: the pod watch starts a cycle well before the 60 s interval.
+        switched = time.monotonic()
+        server.switch(crash)
+        series = wait_for("the cuda-oom series", lambda: promql(prom, finding), timeout=40)
+        assert time.monotonic() - switched < 40
+        assert [s["metric"]["pod"] for s in series] == [HEALTHY_POD]
+        assert series[0]["value"][1] == "1"
+        # The series' own namespace and pod won over the watch pod's target labels.
+        assert series[0]["metric"]["namespace"] == "llm"
+        assert "exported_namespace" not in series[0]["metric"]
+        assert promql(prom, 'vllm_triage_step_verdict{step="2",verdict="fail"} == 1')
+        title = promql(prom, 'vllm_triage_finding_info{finding="cuda-oom"}')
+        assert title[0]["metric"]["title"] == "GPU out of memory inside vLLM (CUDA OOM)"
+        report = watch.get("/report.json").json()
+        assert report["schema"] == "vllm-triage/report/v1" and report["verdict"] == "fail"
+        reasons = watch.metrics()
+
+        # Healthy again: the series is gone from the next scrape (a staleness
+        # marker, not a value left behind at 1).
+        server.switch(HEALTHY)
+        wait_for("the cuda-oom series to go", lambda: promql(prom, finding) == [], timeout=40)
+        assert promql(prom, "vllm_triage_finding") == []
+        assert watch.get("/report.json").json()["verdict"] == "pass"
+        # Over the run the watch was open and only the interval's first cycle
+        # plus the two pod changes ran.
+        assert 'vllm_triage_pod_watch_up{cluster="gpu-east"} 1.0' in reasons
+        requests = list(server.requests)
+    assert all(r.startswith("GET ") for r in requests)
+    watches = [r for r in requests if "watch=1" in r]
+    assert watches and all(r.startswith("GET /api/v1/namespaces/llm/pods?") for r in watches)
+    assert all("resourceVersion=" in r for r in watches)
+
+
+def _cycles(requests: list[str]) -> list[Counter[str]]:
+    """The requests of each cycle: a cycle begins with its pod list."""
+    cycles: list[Counter[str]] = []
+    for r in requests:
+        if "watch=1" in r:
+            continue
+        if r.split("?")[0] == "GET /api/v1/namespaces/llm/pods":
+            cycles.append(Counter())
+        cycles[-1][r] += 1
+    return cycles
+
+
+def test_each_cycle_costs_exactly_a_scan(tmp_path: Path) -> None:
+    with replay(HEALTHY, tmp_path) as (server, kubeconfig):
+        scan = run_cli("scan", "--kubeconfig", str(kubeconfig), "-o", "json")
+        assert scan.code == 0, scan.stderr
+        one_scan = Counter(server.requests)
+        server.requests.clear()
+        with watching(kubeconfig, tmp_path, "--interval", "1s") as watch:
+            wait_for("four cycles", lambda: 'vllm_triage_cycles_total{cluster="incident-replay",'
+                     'result="ok"} 4.0' in watch.metrics())
+        requests = list(server.requests)
+    cycles = _cycles(requests)
+    assert len(cycles) >= 4
+    for cycle in cycles[:-1]:  # the last may have been cut short by the stop
+        assert cycle == one_scan
+    watches = [r for r in requests if "watch=1" in r]
+    assert 1 <= len(watches) <= len(cycles)
+
+
+def test_a_failed_cycle_keeps_the_last_report_and_says_so(tmp_path: Path) -> None:
+    with replay(FIXTURES / "cuda-oom", tmp_path) as (server, kubeconfig), \
+            watching(kubeconfig, tmp_path, "--interval", "1s") as watch:
+        good = watch.get("/report.json").json()
+        assert good["verdict"] == "fail"
+        # The API server stops answering pod lists (and so the pod watch too).
+        server.fixture.faults["unavailable"] = ["pods"]
+        wait_for("a failed cycle", lambda: 'vllm_triage_last_cycle_success{'
+                 'cluster="incident-replay"} 0.0' in watch.metrics())
+        stale = watch.get("/report.json")
+        assert stale.status_code == 200
+        assert stale.headers["X-Vllm-Triage-Stale"] == "incident-replay"
+        doc = stale.json()
+        assert doc["warnings"][0].startswith("watch: the cycle at ")
+        assert "failed (" in doc["warnings"][0] and "503" in doc["warnings"][0]
+        assert [p["findings"] for p in doc["pods"]] == [p["findings"] for p in good["pods"]]
+        metrics = watch.metrics()
+        # The findings of the last complete cycle are still exported.
+        assert 'finding="cuda-oom"' in metrics
+        assert 'vllm_triage_cycles_total{cluster="incident-replay",result="failed"}' in metrics
+        assert watch.get("/readyz").status_code == 200  # it still has a report to serve
+        assert "watch: the cycle at" in watch.get("/report").text
+        assert "watch: the cycle at" in watch.get("/report.md").text
+        # It recovers on its own.
+        server.fixture.faults["unavailable"] = []
+        wait_for("a good cycle again", lambda: 'vllm_triage_last_cycle_success{'
+                 'cluster="incident-replay"} 1.0' in watch.metrics())
+        assert "X-Vllm-Triage-Stale" not in watch.get("/report.json").headers
+
+
+def test_sigterm_stops_it_cleanly(tmp_path: Path) -> None:
+    with replay(HEALTHY, tmp_path) as (_server, kubeconfig), \
+            watching(kubeconfig, tmp_path) as watch:
+        assert watch.get("/healthz").text == "ok\n"
+        assert watch.get("/nope").status_code == 404
+        assert httpx.post(watch.url + "/metrics").status_code == 405
+        started = time.monotonic()
+        watch.proc.send_signal(signal.SIGTERM)
+        code = watch.proc.wait(timeout=15)
+        assert code == 0, watch.stderr()
+        assert time.monotonic() - started < 10
+        assert "vllm-triage watch: stopped" in watch.stderr()
+        assert "Traceback" not in watch.stderr()
+
+
+def test_a_watch_the_server_ends_falls_back_to_the_interval(tmp_path: Path) -> None:
+    root = tmp_path / "gone"
+    import shutil
+
+    import yaml
+
+    shutil.copytree(HEALTHY, root)
+    meta = yaml.safe_load((root / "incident.yaml").read_text())
+    meta["faults"] = {"watch_gone": True}
+    (root / "incident.yaml").write_text(yaml.safe_dump(meta))
+    with replay(root, tmp_path) as (_server, kubeconfig), \
+            watching(kubeconfig, tmp_path, "--interval", "1s") as watch:
+        wait_for("three cycles", lambda: 'vllm_triage_cycles_total{cluster="incident-replay",'
+                 'result="ok"} 3.0' in watch.metrics())
+        metrics = watch.metrics()
+        assert 'vllm_triage_pod_watch_up{cluster="incident-replay"} 0.0' in metrics
+        assert 'vllm_triage_last_cycle_success{cluster="incident-replay"} 1.0' in metrics
+
+
+def test_usage_errors(tmp_path: Path) -> None:
+    with replay(HEALTHY, tmp_path) as (_server, kubeconfig):
+        bad = run_cli("watch", "--kubeconfig", str(kubeconfig), "--listen", "nowhere")
+        assert bad.code == 2 and "HOST:PORT" in bad.stderr
+        interval = run_cli("watch", "--kubeconfig", str(kubeconfig), "--interval", "soon")
+        assert interval.code == 2 and "duration" in interval.stderr

@@ -1,0 +1,148 @@
+"""``vllm-triage watch``: triage on an interval, findings as Prometheus metrics, the report
+on one port. The loop, the metrics and the server live in ``triage.watch``."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from triage.collect import InputError
+from triage.commands.common import (
+    EXIT_OK,
+    AllContextsOpt,
+    AllNsOpt,
+    ContextsOpt,
+    DebugOpt,
+    KubeconfigOpt,
+    NamespaceOpt,
+    PatternsOpt,
+    PromCaOpt,
+    PrometheusArgs,
+    PrometheusOpt,
+    PromInsecureOpt,
+    PromPasswordOpt,
+    PromTokenOpt,
+    PromUserOpt,
+    SelectorOpt,
+    SinceOpt,
+    TailOpt,
+    Terminated,
+    TimeoutOpt,
+    guard,
+    parse_duration,
+    prometheus_options,
+    say,
+)
+
+if TYPE_CHECKING:
+    from triage.collect.live import LiveCollector
+    from triage.collect.podwatch import PodWatcher
+    from triage.watch.cycle import ClusterWatch
+
+EPILOG = """\
+Examples:
+
+\b
+  vllm-triage watch -n llm                      # every 60s and on a restart; :8080
+  vllm-triage watch -A -l app=vllm --interval 2m --listen 127.0.0.1:9090
+  vllm-triage watch --context prod-a --context prod-b   # one loop per cluster
+  kubectl apply -k deploy/watch                 # in the cluster, with alerts
+
+\b
+Serves /metrics (Prometheus), /report (HTML), /report.json, /report.md,
+/healthz and /readyz. SIGTERM stops it cleanly (exit 0).
+"""
+
+
+def watch(
+    namespace: NamespaceOpt = None,
+    all_namespaces: AllNsOpt = False,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextsOpt = None,
+    all_contexts: AllContextsOpt = False,
+    selector: SelectorOpt = None,
+    interval: Annotated[str, typer.Option(
+        "--interval", help="Time between triage cycles (a vLLM pod's restart or readiness "
+        "change starts one sooner).")] = "60s",
+    listen: Annotated[str, typer.Option(
+        "--listen", metavar="HOST:PORT", help="Address to serve /metrics and /report on.")
+    ] = "0.0.0.0:8080",
+    cluster_name: Annotated[str | None, typer.Option(
+        "--cluster-name", help="The cluster label of every series (default: the context's "
+        "name; set it in the cluster, where the context is 'in-cluster').")] = None,
+    report_url: Annotated[str, typer.Option(
+        "--report-url", help="Where people reach /report (for the alerts' links), e.g. "
+        "https://triage.example.com/report.")] = "",
+    request_timeout: TimeoutOpt = "30s",
+    tail_lines: TailOpt = 3000,
+    patterns: PatternsOpt = None,
+    prometheus: PrometheusOpt = None,
+    since: SinceOpt = "30m",
+    prometheus_token: PromTokenOpt = None,
+    prometheus_user: PromUserOpt = None,
+    prometheus_password: PromPasswordOpt = None,
+    prometheus_ca_file: PromCaOpt = None,
+    prometheus_insecure_skip_tls_verify: PromInsecureOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Triage on an interval in the cluster; serve the findings as Prometheus metrics."""
+    from triage.watch.run import parse_listen, serve
+
+    prom = PrometheusArgs(prometheus, since, prometheus_token, prometheus_user,
+                          prometheus_password, prometheus_ca_file,
+                          prometheus_insecure_skip_tls_verify)
+    stop = threading.Event()
+    with guard(debug):
+        every = parse_duration(interval)
+        try:
+            address = parse_listen(listen)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+        contexts: list[str | None] = list(dict.fromkeys(context or [])) or [None]
+        if all_contexts:
+            from triage.collect.live import list_contexts
+
+            contexts = list(list_contexts(kubeconfig))
+        if cluster_name and len(contexts) > 1:
+            raise InputError("--cluster-name names one cluster; with several contexts each "
+                             "series carries its context's name")
+        clusters = [cluster_watch(ctx, cluster_name, namespace, all_namespaces, kubeconfig,
+                                  selector, request_timeout, tail_lines, prom,
+                                  list(patterns or []), every) for ctx in contexts]
+        try:
+            serve(clusters, address, report_url, stop, say)
+        except (KeyboardInterrupt, Terminated):
+            stop.set()
+            say("vllm-triage watch: stopped")
+            raise typer.Exit(EXIT_OK) from None
+        except OSError as exc:
+            raise InputError(f"cannot listen on {listen}: {exc.strerror or exc}") from None
+
+
+def cluster_watch(context: str | None, cluster_name: str | None, namespace: str | None,
+                  all_namespaces: bool, kubeconfig: str | None, selector: str | None,
+                  request_timeout: str, tail_lines: int, prom: PrometheusArgs,
+                  patterns: list[Path], interval: float) -> ClusterWatch:
+    """One cluster's loop; its connection is made once and kept (tokens refresh in it)."""
+    from triage.collect.live import LiveCollector, Options, connect
+    from triage.collect.podwatch import PodWatcher
+    from triage.watch.cycle import ClusterWatch
+
+    timeout = parse_duration(request_timeout)
+    prom_opts = prometheus_options(prom, timeout)
+    conn = connect(kubeconfig, context, timeout)
+    opts = Options(namespace=namespace or conn.default_namespace, all_namespaces=all_namespaces,
+                   selector=selector, tail_lines=tail_lines, request_timeout=timeout,
+                   prometheus=prom_opts)
+    ns = None if all_namespaces else opts.namespace
+
+    def watcher(_collector: LiveCollector, poke: Callable[[str], None]) -> PodWatcher:
+        return PodWatcher(conn, ns, selector, poke)
+
+    return ClusterWatch(cluster_name or conn.context or "default",
+                        lambda: LiveCollector(conn, opts), patterns, interval,
+                        watcher_factory=watcher)
