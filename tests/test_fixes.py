@@ -187,6 +187,18 @@ def test_a_fix_says_which_fact_it_lacked_and_falls_back(tmp_path: Path) -> None:
     assert "startupProbe" in finding.fix.text  # then the general advice
 
 
+def test_a_value_the_computation_cannot_take_gives_the_general_advice(tmp_path: Path) -> None:
+    """A fix whose arithmetic fails on the pod's values (here a division by zero in an
+    overriding pattern) falls back to the advice; the report is still made."""
+    text = (FIXTURES.parent / "patterns" / "gpu-memory-utilization.yaml").read_text()
+    text = text.replace('gpu_memory_utilization: "0.9"', 'gpu_memory_utilization: "0.9 / 0"')
+    (tmp_path / "gmu.yaml").write_text(text)
+    report = pipeline.analyze(bundle.load(FIXTURES / "cuda-oom"), [tmp_path])
+    finding = next(f for f in report.pods[0].findings if f.id == "gpu-memory-utilization")
+    assert finding.fix is not None and finding.fix.text.startswith("Could not compute the fix")
+    assert "division by zero" in finding.fix.text and not finding.fix.values
+
+
 def test_no_placeholder_in_any_command_or_text() -> None:
     for name in fixture_names():
         doc = report_of(str(FIXTURES / name)).to_document()

@@ -18,7 +18,7 @@ from triage.facts import REGISTRY as FACTS
 from triage.facts import ContainerContext
 from triage.metrics import METRICS
 from triage.results import Fix, Patch
-from triage.rules.fixlang import FIELD, Missing, fill, format_value, render
+from triage.rules.fixlang import FIELD, FixLanguageError, Missing, fill, format_value, render
 from triage.rules.language import FixCase, PatchSpec, Pattern
 from triage.snapshot import Obj, meta
 
@@ -73,15 +73,25 @@ def compute(pattern: Pattern, ctx: ContainerContext, holds: Any) -> Fix | None:
         return None
     scope = _Scope(ctx)
     needed: list[str] = []
+    errors: list[str] = []
     for case in pattern.fix:
         if case.when is not None and not holds(case.when):
             continue
-        fix = _case(case, scope, ctx)
+        try:
+            fix = _case(case, scope, ctx)
+        except (FixLanguageError, ValueError, TypeError, ArithmeticError) as exc:
+            # A value the pod gave that the computation cannot take (a zero divisor, a
+            # text where a number was expected): this case does not apply, never a crash.
+            errors.append(f"{pattern.id}: {exc}")
+            continue
         if isinstance(fix, Fix):
             return fix
         if fix is not _SKIPPED:
             needed.append(fix.name)
     if not needed:
+        if errors:
+            return Fix(text=f"Could not compute the fix ({errors[0]}). General advice:\n"
+                       f"{general_advice(pattern, scope)}")
         return Fix(text=general_advice(pattern, scope))
     reasons = [f"{n} ({scope.unknown[n]})" if n in scope.unknown else f"{n} (not in the pod's "
                "spec, logs or metrics read)" for n in dict.fromkeys(needed)]
