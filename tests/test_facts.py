@@ -332,6 +332,25 @@ CASES: dict[str, list[tuple[dict[str, Any], Any]]] = {
          22600.0 - 0.5 * 23034.0), ({}, None)],
     "restarts_in_window": [({"telemetry": telemetry(restarts={"vllm": 3.0})}, 3.0),
                            ({"telemetry": telemetry()}, None), ({}, None)],
+    "image": [({}, "vllm/vllm-openai:v0.10.1.1"), ({"container": {"image": None}}, None)],
+    # Estimates from the model's name: parameters x bytes per parameter, in GiB.
+    "model_weights_gib": [
+        ({}, 14.9),  # Qwen3-8B, bf16
+        ({"container": {"args": ["--model", "meta-llama/Llama-3.1-70B-Instruct"]}}, 130.4),
+        ({"container": {"args": ["--model", "mistralai/Mixtral-8x7B-Instruct-v0.1"]}}, 104.3),
+        ({"container": {"args": ["--model", "Qwen/Qwen2.5-0.5B-Instruct"]}}, 0.9),
+        ({"container": {"args": ["--model", "Qwen/Qwen2.5-72B-Instruct-AWQ"]}}, 33.5),
+        ({"container": {"args": ["--model", "Qwen/Qwen3-30B-A3B-FP8"]}}, 27.9),
+        ({"container": {"args": ["--model", "x/m-7b", "--dtype", "float32"]}}, 26.1),
+        ({"container": {"args": ["--model", "/models/in-house"]}}, None),
+        ({"container": {"args": ["--model", "Qwen/Qwen3-8B-Instruct-2507",
+                                 "--quantization", "fp8"]}}, 7.5)],
+    "model_context_estimate": [
+        ({}, 40960),
+        ({"container": {"args": ["--model", "meta-llama/Llama-3.1-8B-Instruct"]}}, 131072),
+        ({"container": {"args": ["--model", "meta-llama/Meta-Llama-3-8B-Instruct"]}}, 8192),
+        ({"container": {"args": ["--model", "Qwen/Qwen3-4B-Instruct-2507"]}}, 262144),
+        ({"container": {"args": ["--model", "/models/in-house"]}}, None)],
 }
 
 

@@ -21,7 +21,7 @@ from typing import Annotated
 import typer
 
 from triage import __version__
-from triage.commands import analyze, collect, patterns, scan, watch
+from triage.commands import analyze, collect, lint, patterns, scan, watch
 from triage.commands.common import EXIT_OK, Terminated, on_sigterm, write_atomically
 
 __all__ = ["Terminated", "app", "main", "write_atomically"]
@@ -76,6 +76,7 @@ app.command("collect", epilog=EPILOG)(collect.collect)
 app.command("analyze", epilog=EPILOG)(analyze.analyze)
 app.command("patterns")(patterns.list_patterns)
 app.command("watch", epilog=watch.EPILOG)(watch.watch)
+app.command("lint", epilog=lint.EPILOG)(lint.lint)
 
 
 def main() -> None:

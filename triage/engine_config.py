@@ -65,6 +65,8 @@ class EngineConfig:
     # Why a --config file named on the command line could not be read: then
     # every flag not set on the command line is unknown, not vLLM's default.
     config_unread: str | None = None
+    # The ConfigMap the --config file was read from, and its key.
+    config_source: tuple[Obj, str] | None = None
 
     def raw(self, name: str) -> str | None:
         return self.flags.get(name)
@@ -197,7 +199,8 @@ def _merge_config_file(
 ) -> None:
     """Read a --config YAML from the ConfigMap mounted at its directory."""
     cfg.config_file = path
-    data, why = _config_map_file(path, container, snapshot, pod)
+    data, why, origin = _config_map_file(path, container, snapshot, pod)
+    cfg.config_source = origin
     if data is None:
         cfg.config_unread = f"--config {path} was not read: {why}"
         cfg.notes.append(cfg.config_unread)
@@ -222,7 +225,7 @@ def _merge_config_file(
 
 
 def _config_map_file(path: str, container: Obj, snapshot: Snapshot, pod: Obj
-                     ) -> tuple[str | None, str]:
+                     ) -> tuple[str | None, str, tuple[Obj, str] | None]:
     """The --config file's text from the ConfigMap mounted at its directory, or why not."""
     target = PurePosixPath(path)
     volumes = {v.get("name"): v for v in (pod.get("spec") or {}).get("volumes") or []
@@ -245,9 +248,9 @@ def _config_map_file(path: str, container: Obj, snapshot: Snapshot, pod: Obj
         if cm is None:
             failed = snapshot.failure("configmaps", ns, str(cm_name))
             return None, (f"ConfigMap {cm_name} could not be read ({failed.reason})" if failed
-                          else f"ConfigMap {cm_name} was not collected")
+                          else f"ConfigMap {cm_name} was not collected"), None
         value = (cm.get("data") or {}).get(key)
         if value is None:
-            return None, f"ConfigMap {cm_name} has no key {key}"
-        return str(value), ""
-    return None, "it is not in a ConfigMap mounted into the container"
+            return None, f"ConfigMap {cm_name} has no key {key}", None
+        return str(value), "", (cm, str(key))
+    return None, "it is not in a ConfigMap mounted into the container", None

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from triage import checklist
+from triage import __version__, checklist
 from triage.collect import InputError
 from triage.facts import LOG_QUERIES, ContainerContext, Fact
 from triage.report import build
@@ -14,6 +15,10 @@ from triage.rules.evaluate import classify, queries_for
 from triage.rules.loader import builtin_dir, load_patterns
 from triage.selection import triaged_containers
 from triage.snapshot import Obj, Snapshot
+
+if TYPE_CHECKING:
+    from triage.manifest import Manifests
+    from triage.report.lint import LintReport
 
 
 def analyze(snapshot: Snapshot, pattern_dirs: list[Path] | None = None,
@@ -41,3 +46,25 @@ def analyze(snapshot: Snapshot, pattern_dirs: list[Path] | None = None,
 
 def exit_code(report: Report) -> int:
     return 1 if report.failing else 0
+
+
+def lint(manifests: Manifests, pattern_dirs: list[Path] | None = None,
+         ignore: set[str] | None = None) -> LintReport:
+    """The same patterns over the pods the manifests' templates make: what a spec alone
+    shows. A rule that needs a running pod (logs, events, metrics, status) ends unknown
+    and is not a finding; the report says which patterns applied."""
+    from triage.report import lint as lint_report
+
+    loaded = load_patterns(pattern_dirs or [])
+    snapshot = manifests.snapshot
+    shared: dict[tuple[str, ...], Fact] = {}
+
+    def contexts(pod: Obj) -> list[ContainerContext]:
+        return [ContainerContext(snapshot, pod, c, shared)
+                for c in triaged_containers(pod, None)]
+
+    pods, warnings = classify(snapshot, loaded.patterns, contexts)
+    return lint_report.build(manifests, pods, loaded.patterns, ignore or set(),
+                             list(snapshot.notes) + [f"pattern skipped: {e}" for e in
+                                                     loaded.errors] + warnings,
+                             __version__)

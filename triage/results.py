@@ -128,6 +128,20 @@ class Fix:
 
 
 @dataclass(frozen=True)
+class Location:
+    """A field of an API object a finding is about: the object as it was read and the
+    path to the field inside it (``("spec", "containers", 0, "args")``). The field may
+    be missing (no startupProbe): the path then says where it belongs. ``lint`` turns
+    it into a file, line and column; a report about a live pod does not show it."""
+
+    obj: dict[str, Any] = field(compare=False, repr=False)
+    path: tuple[str | int, ...] = ()
+
+    def same(self, other: Location) -> bool:
+        return self.obj is other.obj and self.path == other.path
+
+
+@dataclass(frozen=True)
 class Finding:
     id: str
     severity: Severity
@@ -144,6 +158,8 @@ class Finding:
     escalated: Verdict | None = None
     escalation_note: str = ""
     fix: Fix | None = None
+    # The fields the finding's rule found true, most specific first (see Location).
+    at: tuple[Location, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -435,9 +451,10 @@ T = TypeVar("T")
 def map_strings(obj: T, fn: Callable[[str], str]) -> T:
     """A copy of a result (dataclasses, tuples, strings) with ``fn`` applied to every string.
 
-    Enums are left alone: they are the tool's own words, never cluster text.
+    Enums are left alone: they are the tool's own words, never cluster text; so are
+    Locations (lint renders them itself).
     """
-    if isinstance(obj, Enum):
+    if isinstance(obj, (Enum, Location)):  # a Location points into the objects read
         return obj
     if isinstance(obj, str):
         return fn(obj)  # type: ignore[return-value]

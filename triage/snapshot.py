@@ -131,6 +131,11 @@ class Snapshot:
     # The user's -l selector: its pods are triaged even when no container
     # looks like vLLM by image or command.
     selector: str | None = None
+    # Set when the snapshot holds manifests, not a cluster (``lint``): why nothing
+    # that a running pod gives (status, logs, events, metrics, its node, other
+    # revisions) is there. Rules that need those are then not applicable, never
+    # "no match": evaluation says unknown with this reason.
+    static: str | None = None
     _indexes: dict[str, tuple[list[Obj], int, dict[tuple[str, str], Obj]]] = field(
         default_factory=dict, repr=False, compare=False)
     _events: tuple[list[Obj], int, dict[tuple[str, str, str], list[Obj]]] | None = field(

@@ -235,7 +235,7 @@ def autoscalers_for(snapshot: Snapshot, kind: str, name: str, namespace: str) ->
     out = []
     for hpa in snapshot.items("horizontalpodautoscalers"):
         ref = (hpa.get("spec") or {}).get("scaleTargetRef") or {}
-        if (meta(hpa).get("namespace") == namespace and ref.get("kind") == kind
+        if ((meta(hpa).get("namespace") or "") == namespace and ref.get("kind") == kind
                 and ref.get("name") == name):
             out.append(hpa)
     return out

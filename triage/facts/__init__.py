@@ -24,6 +24,7 @@ from triage import startup as startup_lines
 from triage.engine_config import EngineConfig
 from triage.logs import LogIndex, QuerySet, scan
 from triage.metrics import MetricsView, parse_metrics
+from triage.results import Location
 from triage.snapshot import (
     CURRENT,
     LOG_STREAMS,
@@ -45,6 +46,9 @@ class Measured:
 
     value: Any
     evidence: str
+    # The fields the value was read from (or where it would be set): what a
+    # finding resting on this fact points at in a manifest.
+    at: tuple[Location, ...] = ()
 
 
 class Unmeasurable(Exception):
@@ -62,6 +66,7 @@ class Fact:
     unit: str
     evidence: str
     unknown: str | None = None  # why it could not be measured
+    at: tuple[Location, ...] = ()
 
     @property
     def known(self) -> bool:
@@ -258,6 +263,28 @@ class ContainerContext:
         failed = self.snapshot.failure("events", self.namespace)
         return str(failed) if failed else None
 
+    def runtime(self, what: str) -> None:
+        """Raise Unmeasurable when the snapshot holds manifests: ``what`` (the pod's
+        status, its node, ...) exists only for a pod that runs."""
+        if self.snapshot.static is not None:
+            raise Unmeasurable(f"needs {what}: {self.snapshot.static}")
+
+    @cached_property
+    def index(self) -> int:
+        """The container's position in the pod spec's containers."""
+        for i, c in enumerate(workload.containers(self.pod)):
+            if c is self.container:
+                return i
+        return next((i for i, c in enumerate(workload.containers(self.pod))
+                     if c.get("name") == self.name), 0)
+
+    def field(self, *path: str | int) -> Location:
+        """A field of this container in its pod (``field("resources", "limits")``)."""
+        return Location(self.pod, ("spec", "containers", self.index, *path))
+
+    def pod_field(self, *path: str | int) -> Location:
+        return Location(self.pod, path)
+
     def unread(self, *kinds: str) -> list[str]:
         """Failed reads of these namespaced kinds that cover this pod's namespace."""
         return [str(f) for f in (self.snapshot.failure(k, self.namespace) for k in kinds) if f]
@@ -301,7 +328,8 @@ class ContainerContext:
         if found is None:
             try:
                 measured = spec.compute(self)
-                found = Fact(name, measured.value, spec.unit, measured.evidence)
+                found = Fact(name, measured.value, spec.unit, measured.evidence,
+                             at=measured.at)
             except Unmeasurable as exc:
                 found = Fact(name, None, spec.unit, f"{name} could not be measured: {exc.reason}",
                              unknown=exc.reason)
@@ -321,6 +349,7 @@ from triage.facts import container as _container  # noqa: E402,F401
 from triage.facts import engine as _engine  # noqa: E402,F401
 from triage.facts import failures as _failures  # noqa: E402,F401
 from triage.facts import kubernetes as _kubernetes  # noqa: E402,F401
+from triage.facts import model as _model  # noqa: E402,F401
 from triage.facts import node as _node  # noqa: E402,F401
 from triage.facts import probes as _probes  # noqa: E402,F401
 from triage.facts import rollout as _rollout  # noqa: E402,F401

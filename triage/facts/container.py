@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from triage import workload
 from triage.facts import ContainerContext, Measured, Unmeasurable, fact, stream_label
+from triage.results import Location
 from triage.snapshot import LOG_STREAMS, Obj
 
 
@@ -11,11 +12,18 @@ from triage.snapshot import LOG_STREAMS, Obj
       doc="GPUs the container asks for in resources.limits (nvidia.com/gpu, amd.com/gpu, ...)")
 def gpu_request(ctx: ContainerContext) -> Measured:
     n = workload.gpu_request(ctx.container)
+    res = ctx.container.get("resources") or {}
+    named = next((name for section in ("limits", "requests")
+                  for name in workload.GPU_RESOURCES if name in (res.get(section) or {})),
+                 "nvidia.com/gpu")
+    section = "requests" if named not in (res.get("limits") or {}) and \
+        named in (res.get("requests") or {}) else "limits"
+    at = (ctx.field("resources", section, named),)
     if n:
         return Measured(n, f"container {ctx.name} requests {n} GPU(s) "
-                           f"(resources.limits: {_gpu_limits(ctx.container)})")
+                           f"(resources.limits: {_gpu_limits(ctx.container)})", at)
     return Measured(0, f"container {ctx.name} requests no GPU: resources.limits has no "
-                       "nvidia.com/gpu, so the device plugin gives it no device")
+                       "nvidia.com/gpu, so the device plugin gives it no device", at)
 
 
 def _gpu_limits(container: Obj) -> str:
@@ -27,17 +35,31 @@ def _gpu_limits(container: Obj) -> str:
       doc="/dev/shm is memory-backed (emptyDir medium Memory, or the node's with hostIPC)")
 def shm_memory_backed(ctx: ContainerContext) -> Measured:
     if workload.pod_spec(ctx.pod).get("hostIPC"):
-        return Measured(True, "pod uses hostIPC, /dev/shm is the node's")
+        return Measured(True, "pod uses hostIPC, /dev/shm is the node's",
+                        (ctx.pod_field("spec", "hostIPC"),))
     vol = workload.shm_volume(ctx.pod, ctx.container)
+    at = shm_location(ctx)
     if vol is None:
         return Measured(False, f"no volume is mounted at /dev/shm in container {ctx.name}: "
-                               "the container runtime's default is 64 MiB")
+                               "the container runtime's default is 64 MiB", at)
     medium = (vol.get("emptyDir") or {}).get("medium")
     if medium == "Memory":
         limit = (vol.get("emptyDir") or {}).get("sizeLimit", "no sizeLimit")
         return Measured(True, f"/dev/shm is emptyDir medium Memory ({limit}), volume "
-                              f"{vol.get('name')}")
-    return Measured(False, f"/dev/shm is volume {vol.get('name')} but not memory-backed")
+                              f"{vol.get('name')}", at)
+    return Measured(False, f"/dev/shm is volume {vol.get('name')} but not memory-backed", at)
+
+
+def shm_location(ctx: ContainerContext) -> tuple[Location, ...]:
+    """The /dev/shm volume (or, without one, the container's volumeMounts where it goes)."""
+    mounts = ctx.container.get("volumeMounts") or []
+    for i, mount in enumerate(mounts):
+        if isinstance(mount, dict) and str(mount.get("mountPath", "")).rstrip("/") == "/dev/shm":
+            for j, vol in enumerate(workload.pod_spec(ctx.pod).get("volumes") or []):
+                if isinstance(vol, dict) and vol.get("name") == mount.get("name"):
+                    return (ctx.pod_field("spec", "volumes", j), ctx.field("volumeMounts", i))
+            return (ctx.field("volumeMounts", i),)
+    return (ctx.field("volumeMounts"),)
 
 
 @fact("memory_limit", unit="quantity", scope="container",
@@ -45,15 +67,17 @@ def shm_memory_backed(ctx: ContainerContext) -> Measured:
 def memory_limit(ctx: ContainerContext) -> Measured:
     limit = workload.memory_limit(ctx.container)
     req = ((ctx.container.get("resources") or {}).get("requests") or {}).get("memory")
+    at = (ctx.field("resources", "limits", "memory"),)
     if limit:
         return Measured(limit, f"container {ctx.name} memory limit {limit}"
-                               + (f", request {req}" if req else ""))
-    return Measured(None, f"container {ctx.name} has no memory limit")
+                               + (f", request {req}" if req else ""), at)
+    return Measured(None, f"container {ctx.name} has no memory limit", at)
 
 
 @fact("restart_count", unit="restarts", scope="container",
       doc="status.containerStatuses[].restartCount")
 def restart_count(ctx: ContainerContext) -> Measured:
+    ctx.runtime("the container's status")
     n = int(ctx.status.get("restartCount") or 0)
     return Measured(n, f"container {ctx.name} restarted {n} time(s)")
 
@@ -66,6 +90,7 @@ def _last_termination(ctx: ContainerContext) -> Obj:
 @fact("last_exit_code", unit="exit code", scope="container",
       doc="exit code of the previous termination (lastState.terminated); None if none")
 def last_exit_code(ctx: ContainerContext) -> Measured:
+    ctx.runtime("the container's status")
     term = _last_termination(ctx)
     if not term:
         return Measured(None, f"container {ctx.name} has no previous termination")
@@ -77,6 +102,7 @@ def last_exit_code(ctx: ContainerContext) -> Measured:
 @fact("last_termination_reason", unit="text", scope="container",
       doc="reason of the previous termination (OOMKilled, Error, Completed); None if none")
 def last_termination_reason(ctx: ContainerContext) -> Measured:
+    ctx.runtime("the container's status")
     term = _last_termination(ctx)
     if not term:
         return Measured(None, "no previous termination")
@@ -87,6 +113,7 @@ def last_termination_reason(ctx: ContainerContext) -> Measured:
 @fact("container_started", unit="bool", scope="container",
       doc="the container has run at least once (running, terminated or a previous termination)")
 def container_started(ctx: ContainerContext) -> Measured:
+    ctx.runtime("the container's status")
     state = ctx.status.get("state") or {}
     ran = bool(state.get("running") or state.get("terminated") or _last_termination(ctx))
     if ran:
@@ -98,6 +125,7 @@ def container_started(ctx: ContainerContext) -> Measured:
 @fact("logs_read", unit="list", scope="container",
       doc="the log streams that were read for the container (current, previous)")
 def logs_read(ctx: ContainerContext) -> Measured:
+    ctx.runtime("the pod's logs")
     read = [s for s in LOG_STREAMS if ctx.log(s) is not None]
     return Measured(read, " and ".join(f"{stream_label(s)}" for s in read) or "no log read")
 
@@ -105,6 +133,7 @@ def logs_read(ctx: ContainerContext) -> Measured:
 @fact("log_lines_read", unit="lines", scope="container",
       doc="lines in the log streams that were read")
 def log_lines_read(ctx: ContainerContext) -> Measured:
+    ctx.runtime("the pod's logs")
     n = sum(index.lines for index in ctx.logs.values())
     return Measured(n, f"{n} lines")
 
@@ -112,6 +141,7 @@ def log_lines_read(ctx: ContainerContext) -> Measured:
 @fact("unschedulable_message", unit="text", scope="pod",
       doc="the scheduler's message while the pod's PodScheduled condition is False")
 def unschedulable_message(ctx: ContainerContext) -> Measured:
+    ctx.runtime("the pod's status")
     for cond in (ctx.pod.get("status") or {}).get("conditions") or []:
         if isinstance(cond, dict) and cond.get("type") == "PodScheduled" and \
                 str(cond.get("status")) == "False":
@@ -125,6 +155,7 @@ def unschedulable_message(ctx: ContainerContext) -> Measured:
       doc="status of the DiskPressure condition of the pod's node (True, False, Unknown, "
           "'not reported'); None when the pod is on no node that was read")
 def node_disk_pressure(ctx: ContainerContext) -> Measured:
+    ctx.runtime("the pod's node")
     if ctx.node is None:
         why = ctx.node_failure()
         if why:
@@ -147,7 +178,15 @@ def image_tag(ctx: ContainerContext) -> Measured:
     what = "has no tag (Kubernetes pulls :latest)" if tag is None else f"uses tag {tag}"
     return Measured(tag, f"container {ctx.name} image {image} {what}, imagePullPolicy "
                          f"{policy or 'unset (Always for latest or no tag, else IfNotPresent)'}"
-                         f"{seen}")
+                         f"{seen}", (ctx.field("image"),))
+
+
+@fact("image", unit="text", scope="container",
+      doc="the container image as written in the spec (repository, tag and digest)")
+def image(ctx: ContainerContext) -> Measured:
+    value = str(ctx.container.get("image") or "")
+    return Measured(value or None, f"container {ctx.name} image {value or '(none)'}",
+                    (ctx.field("image"),))
 
 
 @fact("image_pinned_by_digest", unit="bool", scope="container",
@@ -156,7 +195,8 @@ def image_pinned_by_digest(ctx: ContainerContext) -> Measured:
     image = str(ctx.container.get("image") or "")
     digest = workload.split_image(image)[2]
     return Measured(bool(digest), f"container {ctx.name} image {image} "
-                                  + ("is pinned by digest" if digest else "names no digest"))
+                                  + ("is pinned by digest" if digest else "names no digest"),
+                    (ctx.field("image"),))
 
 
 @fact("service_link_vllm_port", unit="text", scope="container",
@@ -185,11 +225,14 @@ def service_link_vllm_port(ctx: ContainerContext) -> Measured:
         return Measured(None, f"container {ctx.name} sets VLLM_PORT itself, which wins over "
                               "the Service variable")
     proto = str(ports[0].get("protocol", "TCP")).lower()
+    if not ip and ctx.snapshot.static is not None:
+        ip = "CLUSTER-IP"  # a manifest's Service has its address only once created
     value = f"{proto}://{ip}:{ports[0].get('port')}"
     return Measured(value, f"Service vllm (clusterIP {ip}, port {ports[0].get('port')}) in "
                            f"namespace {ctx.namespace} and pod spec.enableServiceLinks "
                            f"{'unset (default true)' if links is None else links}: the kubelet "
-                           f"sets VLLM_PORT={value} in the container")
+                           f"sets VLLM_PORT={value} in the container",
+                    (Location(svc, ("metadata", "name")),))
 
 
 
@@ -197,6 +240,7 @@ def service_link_vllm_port(ctx: ContainerContext) -> Measured:
       doc="a kubectl-like one-word state of the pod: CrashLoopBackOff, OOMKilled, Pending, "
           "Running, Running (not ready), ...")
 def pod_state(ctx: ContainerContext) -> Measured:
+    ctx.runtime("the pod's status")
     state = workload.pod_state(ctx.pod)
     return Measured(state, f"pod {ctx.pod_name} is {state}")
 
@@ -204,6 +248,7 @@ def pod_state(ctx: ContainerContext) -> Measured:
 @fact("container_state", unit="text", scope="container",
       doc="the container's current state: running, waiting or terminated")
 def container_state(ctx: ContainerContext) -> Measured:
+    ctx.runtime("the container's status")
     state = ctx.status.get("state") or {}
     for name in ("running", "waiting", "terminated"):
         if isinstance(state.get(name), dict):

@@ -14,6 +14,7 @@ from triage.facts import (
     stream_label,
 )
 from triage.logs import Hit, LogLine, Query
+from triage.results import Location
 from triage.snapshot import CURRENT, PREVIOUS, meta
 
 _MAX_MODEL_LEN_LOG = LOG_QUERIES.add(Query(regex.compile(
@@ -37,6 +38,35 @@ def _last_log_match(ctx: ContainerContext, query: Query) -> tuple[Hit, str] | No
     return None
 
 
+# The spellings a flag may have on a command line (KServe's runtime has its own).
+_SPELLINGS = {"model": ("model", "model-id", "model-dir"), "max-model-len": ("max-model-len",
+                                                                          "max-length")}
+
+
+def flag_at(ctx: ContainerContext, flag: str) -> tuple[Location, ...]:
+    """Where a flag is set: its token in args or command, its key in the --config
+    ConfigMap; unset, the args it would be added to."""
+    source = ctx.engine.sources.get(flag, "")
+    if source.startswith("config") and ctx.engine.config_source is not None:
+        cm, key = ctx.engine.config_source
+        return (Location(cm, ("data", key)),)
+    names = _SPELLINGS.get(flag, (flag,))
+    words = [f"--{n}" for n in names] + [f"--{n.replace('-', '_')}" for n in names]
+    for part in ("args", "command"):
+        for j, token in enumerate(ctx.container.get(part) or []):
+            text = str(token)
+            if any(text == w or text.startswith(w + "=") or f"{w} " in text or f"{w}=" in text
+                   for w in words):
+                return (ctx.field(part, j),)
+    if flag == "model" and ctx.engine.model:
+        for part in ("args", "command"):
+            for j, token in enumerate(ctx.container.get(part) or []):
+                if ctx.engine.model in str(token):
+                    return (ctx.field(part, j),)
+    part = "args" if ctx.container.get("args") or not ctx.container.get("command") else "command"
+    return (ctx.field(part),)
+
+
 def _flag_known(ctx: ContainerContext, flag: str) -> None:
     why = ctx.engine.unknown(flag)
     if why:
@@ -54,7 +84,8 @@ def _parallel(name: str, flag: str, doc: str) -> None:
     @fact(name, unit="ranks", scope="container", doc=doc)
     def compute(ctx: ContainerContext) -> Measured:
         _flag_known(ctx, flag)
-        return Measured(ctx.engine.integer(flag) or 1, ctx.engine.describe(flag))
+        return Measured(ctx.engine.integer(flag) or 1, ctx.engine.describe(flag),
+                        flag_at(ctx, flag))
 
 
 _parallel("tensor_parallel_size", "tensor-parallel-size",
@@ -71,7 +102,8 @@ def gpu_memory_utilization(ctx: ContainerContext) -> Measured:
     desc = ctx.engine.describe("gpu-memory-utilization")
     if value is None:
         raise Unmeasurable(f"container {ctx.name}: {desc} is not a number vLLM would accept")
-    return Measured(value, f"container {ctx.name}: {desc}")
+    return Measured(value, f"container {ctx.name}: {desc}",
+                    flag_at(ctx, "gpu-memory-utilization"))
 
 
 @fact("max_model_len_set", unit="bool", scope="container",
@@ -79,7 +111,8 @@ def gpu_memory_utilization(ctx: ContainerContext) -> Measured:
 def max_model_len_set(ctx: ContainerContext) -> Measured:
     _flag_known(ctx, "max-model-len")
     return Measured(ctx.engine.is_set("max-model-len"),
-                    f"container {ctx.name}: {ctx.engine.describe('max-model-len')}")
+                    f"container {ctx.name}: {ctx.engine.describe('max-model-len')}",
+                    flag_at(ctx, "max-model-len"))
 
 
 @fact("max_model_len", unit="tokens", scope="container",
@@ -88,7 +121,13 @@ def max_model_len(ctx: ContainerContext) -> Measured:
     _flag_known(ctx, "max-model-len")
     if ctx.engine.is_set("max-model-len"):
         return Measured(ctx.engine.integer("max-model-len"),
-                        f"container {ctx.name}: {ctx.engine.describe('max-model-len')}")
+                        f"container {ctx.name}: {ctx.engine.describe('max-model-len')}",
+                        flag_at(ctx, "max-model-len"))
+    if ctx.snapshot.static is not None:
+        return Measured(None, f"container {ctx.name}: --max-model-len unset; vLLM takes the "
+                              "model's context from its config.json when it starts, and "
+                              f"nothing has started ({ctx.snapshot.static})",
+                        flag_at(ctx, "max-model-len"))
     found = _last_log_match(ctx, _MAX_MODEL_LEN_LOG)
     if found is None:
         _logs_complete(ctx)
@@ -100,7 +139,8 @@ def max_model_len(ctx: ContainerContext) -> Measured:
     snippet = line.message[max(0, hit.span[0] - 40):hit.span[1]].strip()
     return Measured(n, f"container {ctx.name}: --max-model-len unset, so vLLM serves the "
                        f"model's full context of {n:,} tokens ({stream_label(stream)} "
-                       f"({ctx.name}) line {line.number}: ...{snippet})")
+                       f"({ctx.name}) line {line.number}: ...{snippet})",
+                    flag_at(ctx, "max-model-len"))
 
 
 @fact("kv_cache_tokens", unit="tokens", scope="container",
@@ -166,7 +206,8 @@ def max_num_batched_tokens(ctx: ContainerContext) -> Measured:
     _flag_known(ctx, "max-num-batched-tokens")
     if ctx.engine.is_set("max-num-batched-tokens"):
         return Measured(ctx.engine.integer("max-num-batched-tokens"),
-                        f"container {ctx.name}: {ctx.engine.describe('max-num-batched-tokens')}")
+                        f"container {ctx.name}: {ctx.engine.describe('max-num-batched-tokens')}",
+                        flag_at(ctx, "max-num-batched-tokens"))
     found = _last_log_match(ctx, _BATCHED_TOKENS_LOG)
     if found is not None:
         hit, stream = found
@@ -200,6 +241,9 @@ def batched_tokens_over_prompt_p99(ctx: ContainerContext) -> Measured:
 @fact("observed_startup_seconds", unit="seconds", scope="container",
       doc="the longest start-up to ready that vLLM logged in the logs read")
 def observed_startup_seconds(ctx: ContainerContext) -> Measured:
+    if ctx.snapshot.static is not None:
+        # Before a pod runs, as for a pod that never started: no start-up to measure.
+        return Measured(None, f"no start-up observed: {ctx.snapshot.static}")
     best: tuple[float, str] | None = None
     for stream, rep in ctx.startup.items():
         seconds = rep.startup_seconds
@@ -265,16 +309,25 @@ def model_cache_volume(ctx: ContainerContext) -> Measured:
     if found is None:
         return Measured("container", f"container {ctx.name} downloads {model} into {path} "
                                      f"({why}) and no volume is mounted there: the weights live "
-                                     "in the container's writable layer")
+                                     "in the container's writable layer",
+                        (ctx.field("volumeMounts"),))
     mount, vol = found
+    at = _volume_at(ctx, str(vol.get("name")))
     if vol.get("persistentVolumeClaim"):
         claim = vol["persistentVolumeClaim"].get("claimName")
         return Measured("pvc", f"container {ctx.name} caches {model} in {path} ({why}), on "
                                f"volume {vol.get('name')} = PersistentVolumeClaim {claim} "
-                               f"mounted at {mount.get('mountPath')}")
+                               f"mounted at {mount.get('mountPath')}", at)
     kind = next((k for k in vol if k != "name"), "unknown")
     return Measured(kind, f"container {ctx.name} caches {model} in {path} ({why}), on volume "
-                          f"{vol.get('name')} ({kind}) mounted at {mount.get('mountPath')}")
+                          f"{vol.get('name')} ({kind}) mounted at {mount.get('mountPath')}", at)
+
+
+def _volume_at(ctx: ContainerContext, name: str) -> tuple[Location, ...]:
+    for j, vol in enumerate(workload.pod_spec(ctx.pod).get("volumes") or []):
+        if isinstance(vol, dict) and vol.get("name") == name:
+            return (ctx.pod_field("spec", "volumes", j),)
+    return (ctx.field("volumeMounts"),)
 
 
 @fact("served_model", unit="text", scope="container",
@@ -290,4 +343,4 @@ def served_model(ctx: ContainerContext) -> Measured:
     revision = ctx.engine.raw("revision")
     return Measured(model, f"container {ctx.name} serves {model} (from {where})"
                            + (f", revision {revision}" if revision else "")
-                           + f", image {ctx.container.get('image')}")
+                           + f", image {ctx.container.get('image')}", flag_at(ctx, "model"))

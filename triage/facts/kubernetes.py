@@ -21,6 +21,7 @@ import regex
 
 from triage import workload
 from triage.facts import ContainerContext, Measured, Unmeasurable, fact
+from triage.facts.container import shm_location
 from triage.snapshot import PREVIOUS, Obj, meta
 
 
@@ -56,6 +57,7 @@ def _condition(pod: Obj, kind: str) -> Obj | None:
       doc="the pod is bound to a node (PodScheduled=True, or spec.nodeName set); the "
           "evidence says since when and how long it waited for a node")
 def pod_scheduled(ctx: ContainerContext) -> Measured:
+    ctx.runtime("the pod's status")
     cond = _condition(ctx.pod, "PodScheduled")
     node = ctx.node_name
     scheduled = str(cond.get("status")) == "True" if cond is not None else bool(node)
@@ -218,6 +220,7 @@ def volume_claims(ctx: ContainerContext) -> Measured:
 @fact("unbound_claims", unit="list", scope="pod",
       doc="the pod's PersistentVolumeClaims that are not Bound (Pending, Lost) or do not exist")
 def unbound_claims(ctx: ContainerContext) -> Measured:
+    ctx.runtime("the claims' status")
     claims = _claims(ctx)
     unbound = [(n, p) for n, p in claims
                if p is None or (p.get("status") or {}).get("phase") != "Bound"]
@@ -235,6 +238,7 @@ _SINGLE_NODE_MODES = {"ReadWriteOnce", "ReadWriteOncePod"}
           "claims from another node (or, for ReadWriteOncePod, at all): who still holds the "
           "volume")
 def claim_holders(ctx: ContainerContext) -> Measured:
+    ctx.runtime("the pods running in the namespace")
     claims = dict(_claims(ctx))
     single = {n: p for n, p in claims.items() if p is not None and _SINGLE_NODE_MODES & set(
         (p.get("status") or {}).get("accessModes") or (p.get("spec") or {}).get("accessModes")
@@ -270,11 +274,12 @@ def claim_holders(ctx: ContainerContext) -> Measured:
           "hostIPC)")
 def shm_size_mib(ctx: ContainerContext) -> Measured:
     if workload.pod_spec(ctx.pod).get("hostIPC"):
-        return Measured(None, "pod uses hostIPC: /dev/shm is the node's")
+        return Measured(None, "pod uses hostIPC: /dev/shm is the node's",
+                        (ctx.pod_field("spec", "hostIPC"),))
     vol = workload.shm_volume(ctx.pod, ctx.container)
     if vol is None:
         return Measured(64, f"no volume at /dev/shm in container {ctx.name}: the container "
-                            "runtime's default of 64 MiB")
+                            "runtime's default of 64 MiB", shm_location(ctx))
     empty = vol.get("emptyDir")
     if not isinstance(empty, dict):
         return Measured(None, f"/dev/shm is volume {vol.get('name')}, not an emptyDir")
@@ -286,7 +291,8 @@ def shm_size_mib(ctx: ContainerContext) -> Measured:
     if mib is None:
         return Measured(None, f"/dev/shm sizeLimit {limit} is not a quantity")
     return Measured(mib, f"/dev/shm is emptyDir {vol.get('name')} medium "
-                         f"{empty.get('medium') or 'node disk'}, sizeLimit {limit}")
+                         f"{empty.get('medium') or 'node disk'}, sizeLimit {limit}",
+                    shm_location(ctx))
 
 
 _QUANTITY = regex.compile(r"^(\d+(?:\.\d+)?)([KMGTPE]i?|[kmgtpe]?)$")
@@ -310,6 +316,7 @@ def quantity_mib(text: str) -> float | None:
       doc="lines in the previous container's log; 0 when it was empty (or blank), None when "
           "it was not read (the evidence says why) or there is none")
 def previous_log_lines(ctx: ContainerContext) -> Measured:
+    ctx.runtime("the pod's logs")
     index = ctx.log(PREVIOUS)
     if index is not None:
         n = 0 if index.empty else index.lines

@@ -18,6 +18,7 @@ from triage.snapshot import Obj, meta
 
 
 def _node(ctx: ContainerContext) -> Obj | None:
+    ctx.runtime("the pod's node")
     if ctx.node is None:
         why = ctx.node_failure()
         if why:

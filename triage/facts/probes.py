@@ -10,11 +10,12 @@ from triage.facts import ContainerContext, Measured, fact
       doc="the container has a startupProbe (liveness and readiness wait until it succeeds)")
 def has_startup_probe(ctx: ContainerContext) -> Measured:
     probe = ctx.container.get("startupProbe")
+    at = (ctx.field("startupProbe"),)
     if not probe:
-        return Measured(False, f"container {ctx.name} has no startupProbe")
+        return Measured(False, f"container {ctx.name} has no startupProbe", at)
     budget = workload.probe_budget(probe)
     return Measured(True, f"startupProbe allows about {budget}s "
-                          f"({workload.describe_probe(probe)})")
+                          f"({workload.describe_probe(probe)})", at)
 
 
 _ACTION = {"startupProbe": "restarts the container",
@@ -37,7 +38,7 @@ def load_probe(ctx: ContainerContext) -> Measured:
     if kind is None:
         return Measured(None, f"container {ctx.name} has no startup, liveness or readiness probe")
     return Measured(kind, f"container {ctx.name}: the {kind} acts first while the model loads "
-                          f"(it {_ACTION[kind]})")
+                          f"(it {_ACTION[kind]})", (ctx.field(kind),))
 
 
 @fact("load_probe_budget_seconds", unit="seconds", scope="container",
@@ -51,7 +52,8 @@ def load_probe_budget_seconds(ctx: ContainerContext) -> Measured:
     budget = workload.probe_budget(probe)
     missing = "" if kind == "startupProbe" else "no startupProbe and its "
     return Measured(budget, f"container {ctx.name} has {missing}{kind} {_ACTION[kind]} after "
-                            f"about {budget}s ({workload.describe_probe(probe)})")
+                            f"about {budget}s ({workload.describe_probe(probe)})",
+                    (ctx.field(kind),))
 
 
 @fact("liveness_probe", unit="text", scope="container",
@@ -61,7 +63,7 @@ def liveness_probe(ctx: ContainerContext) -> Measured:
     if not probe:
         return Measured(None, "no livenessProbe")
     text = workload.describe_probe(probe)
-    return Measured(text, f"livenessProbe {text}")
+    return Measured(text, f"livenessProbe {text}", (ctx.field("livenessProbe"),))
 
 
 @fact("liveness_timeout_seconds", unit="seconds", scope="container",
@@ -71,7 +73,8 @@ def liveness_timeout_seconds(ctx: ContainerContext) -> Measured:
     if not probe:
         return Measured(None, f"container {ctx.name} has no livenessProbe")
     t = int(probe.get("timeoutSeconds", 1))
+    at = (ctx.field("livenessProbe", "timeoutSeconds"),)
     return Measured(t, f"container {ctx.name} livenessProbe timeoutSeconds {t}"
                        + (" (unset: Kubernetes default 1)" if "timeoutSeconds" not in probe
                           else "")
-                       + f", failureThreshold {probe.get('failureThreshold', 3)}")
+                       + f", failureThreshold {probe.get('failureThreshold', 3)}", at)

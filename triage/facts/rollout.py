@@ -11,6 +11,7 @@ import regex
 from triage import engine_config, workload
 from triage.facts import ContainerContext, Measured, Unmeasurable, fact
 from triage.facts.engine import where
+from triage.results import Location
 from triage.snapshot import CURRENT, PREVIOUS, Obj, meta
 
 _QUEUE_METRIC = regex.compile(r"num_requests_(running|waiting)")
@@ -103,10 +104,12 @@ def autoscalers(ctx: ContainerContext) -> Measured:
 def autoscaler_metrics(ctx: ContainerContext) -> Measured:
     found: list[str] = []
     texts: list[str] = []
+    at: list[Location] = []
     for hpa in _hpas(ctx):
         spec = hpa.get("spec") or {}
         if spec.get("targetCPUUtilizationPercentage") is not None:  # autoscaling/v1
             found.append("cpu")
+            at.append(Location(hpa, ("spec", "targetCPUUtilizationPercentage")))
             texts.append(f"{_hpa_label(hpa)} spec.targetCPUUtilizationPercentage "
                          f"{spec['targetCPUUtilizationPercentage']}")
         for i, metric in enumerate(spec.get("metrics") or []):
@@ -121,10 +124,12 @@ def autoscaler_metrics(ctx: ContainerContext) -> Measured:
             goal = target.get("averageUtilization", target.get("averageValue",
                                                                target.get("value")))
             found.append(name)
+            at.append(Location(hpa, ("spec", "metrics", i)))
             texts.append(f"{_hpa_label(hpa)} spec.metrics[{i}]: {kind} {name} target "
                          f"{target.get('type', '')} {goal}")
         if not spec.get("metrics") and spec.get("targetCPUUtilizationPercentage") is None:
             found.append("cpu")
+            at.append(Location(hpa, ("spec", "metrics")))
             texts.append(f"{_hpa_label(hpa)} has no metrics: the default is CPU 80%")
         for cur in (hpa.get("status") or {}).get("currentMetrics") or []:
             body = cur.get("resource") or {}
@@ -140,19 +145,30 @@ def autoscaler_metrics(ctx: ContainerContext) -> Measured:
         ann = _isvc_annotations(isvc)
         if pred.get("scaleMetric"):
             found.append(str(pred["scaleMetric"]).lower())
+            at.append(Location(isvc, ("spec", "predictor", "scaleMetric")))
             texts.append(f"InferenceService {isvc_name} spec.predictor.scaleMetric "
                          f"{pred['scaleMetric']} (scaleTarget {pred.get('scaleTarget')})")
         elif ann.get(_KNATIVE + "metric"):
             found.append(ann[_KNATIVE + "metric"].lower())
+            at.append(_annotation_at(isvc, _KNATIVE + "metric"))
             texts.append(f"InferenceService {isvc_name} annotation {_KNATIVE}metric "
                          f"\"{ann[_KNATIVE + 'metric']}\"")
         else:
             found.append("concurrency")
+            at.append(Location(isvc, ("spec", "predictor")))
             texts.append(f"InferenceService {isvc_name}: Knative concurrency (KServe's default)")
     names = list(dict.fromkeys(found))
     if not names:
         return Measured([], "no autoscaler acts on the workload")
-    return Measured(names, "; ".join(texts))
+    return Measured(names, "; ".join(texts), tuple(at))
+
+
+def _annotation_at(isvc: Obj, key: str) -> Location:
+    """An InferenceService annotation: on the predictor when set there (it wins)."""
+    pred = (isvc.get("spec") or {}).get("predictor") or {}
+    if key in (pred.get("annotations") or {}):
+        return Location(isvc, ("spec", "predictor", "annotations", key))
+    return Location(isvc, ("metadata", "annotations", key))
 
 
 def _concurrency_targets(ctx: ContainerContext) -> list[tuple[float, str, str]]:
@@ -239,7 +255,7 @@ def autoscale_target_over_capacity(ctx: ContainerContext) -> Measured:
       doc="the fewest replicas the autoscalers may leave (HPA minReplicas, InferenceService "
           "minReplicas / min-scale); None without an autoscaler")
 def min_replicas(ctx: ContainerContext) -> Measured:
-    sources: list[tuple[int, str]] = []
+    sources: list[tuple[int, str, Location]] = []
     isvc = _isvc(ctx)
     if isvc is not None:
         name = meta(isvc).get("name")
@@ -247,21 +263,27 @@ def min_replicas(ctx: ContainerContext) -> Measured:
         if pred.get("minReplicas") is not None:
             sources.append((int(pred["minReplicas"]),
                             f"InferenceService {name} spec.predictor.minReplicas "
-                            f"{pred['minReplicas']}"))
+                            f"{pred['minReplicas']}",
+                            Location(isvc, ("spec", "predictor", "minReplicas"))))
         for key in (_KNATIVE + "min-scale", _KNATIVE + "minScale"):
             raw = _isvc_annotations(isvc).get(key)
             if raw is not None and raw.strip().isdigit():
-                sources.append((int(raw), f"InferenceService {name} annotation {key} \"{raw}\""))
+                sources.append((int(raw), f"InferenceService {name} annotation {key} \"{raw}\"",
+                                _annotation_at(isvc, key)))
         if not sources:
-            sources.append((1, f"InferenceService {name}: minReplicas unset (KServe default 1)"))
+            sources.append((1, f"InferenceService {name}: minReplicas unset (KServe default 1)",
+                            Location(isvc, ("spec", "predictor", "minReplicas"))))
     for hpa in _hpas(ctx):
         spec = hpa.get("spec") or {}
         n = int(spec.get("minReplicas", 1))
         sources.append((n, f"{_hpa_label(hpa)} spec.minReplicas {n}"
-                           + (" (unset: default 1)" if "minReplicas" not in spec else "")))
+                           + (" (unset: default 1)" if "minReplicas" not in spec else ""),
+                        Location(hpa, ("spec", "minReplicas"))))
     if not sources:
         return Measured(None, "no autoscaler acts on the workload")
-    return Measured(min(n for n, _ in sources), "; ".join(t for _, t in sources))
+    low = min(n for n, _, _ in sources)
+    return Measured(low, "; ".join(t for _, t, _ in sources),
+                    tuple(loc for n, _, loc in sources if n == low))
 
 
 @fact("workload_replicas", unit="replicas", scope="workload",
@@ -274,7 +296,8 @@ def workload_replicas(ctx: ContainerContext) -> Measured:
         return Measured(None, "no owning Deployment or StatefulSet was read for this pod")
     kind, obj = ctx.owner
     replicas = (obj.get("spec") or {}).get("replicas", 1)
-    return Measured(replicas, f"{kind} {meta(obj).get('name')}: replicas {replicas}")
+    return Measured(replicas, f"{kind} {meta(obj).get('name')}: replicas {replicas}",
+                    (Location(obj, ("spec", "replicas")),))
 
 
 def _deployment(ctx: ContainerContext) -> Obj | None:
@@ -296,20 +319,23 @@ def rollout_max_surge_pods(ctx: ContainerContext) -> Measured:
     name = meta(dep).get("name")
     spec = dep.get("spec") or {}
     strategy = spec.get("strategy") or {}
+    at = (Location(dep, ("spec", "strategy", "rollingUpdate", "maxSurge")),)
     if strategy.get("type", "RollingUpdate") != "RollingUpdate":
-        return Measured(0, f"Deployment {name} spec.strategy.type {strategy.get('type')}")
+        return Measured(0, f"Deployment {name} spec.strategy.type {strategy.get('type')}",
+                        (Location(dep, ("spec", "strategy", "type")),))
     rolling = strategy.get("rollingUpdate") or {}
     raw = rolling.get("maxSurge", "25%")
     replicas = int(spec.get("replicas", 1))
     surge = workload.scaled_count(raw, replicas, round_up=True)
     return Measured(surge, f"Deployment {name} spec.strategy RollingUpdate maxSurge {raw}"
                            + (" (unset: default 25%)" if "maxSurge" not in rolling else "")
-                           + f" = {surge} extra pod(s) over spec.replicas {replicas}")
+                           + f" = {surge} extra pod(s) over spec.replicas {replicas}", at)
 
 
 @fact("other_revision_pods_running", unit="pods", scope="pod",
       doc="Running pods of the Deployment's other ReplicaSets (revisions) than this pod's")
 def other_revision_pods_running(ctx: ContainerContext) -> Measured:
+    ctx.runtime("the pods of the Deployment's other revisions")
     dep = _deployment(ctx)
     if dep is None:
         return Measured(None, "the pod is not run by a Deployment that was read")
@@ -366,6 +392,7 @@ def _changes(old: Obj, new: Obj, container_name: str) -> list[tuple[str, str]]:
       doc="how many of image, model, engine flags and resources of this container the "
           "Deployment's newest revision changed against the one before")
 def rollout_changes(ctx: ContainerContext) -> Measured:
+    ctx.runtime("the Deployment's ReplicaSet history")
     dep = _deployment(ctx)
     if dep is None:
         return Measured(None, "the pod is not run by a Deployment that was read")
@@ -388,6 +415,7 @@ def rollout_changes(ctx: ContainerContext) -> Measured:
       doc="the Deployment's current revision (deployment.kubernetes.io/revision, 0 if "
           "unset); None when no Deployment runs the pod")
 def rollout_revision(ctx: ContainerContext) -> Measured:
+    ctx.runtime("the Deployment's ReplicaSet history")
     dep = _deployment(ctx)
     if dep is None:
         return Measured(None, "the pod is not run by a Deployment that was read")

@@ -24,6 +24,7 @@ from triage.facts import ContainerContext, Measured, fact
 
 def _gpus(ctx: ContainerContext) -> tuple[list[dict[str, Any]], str]:
     """The pod's GPUs as DCGM reported them, and the source (or why there are none)."""
+    ctx.runtime("Prometheus")
     prom = ctx.snapshot.prometheus
     if prom is None:
         failed = ctx.prometheus_failure()
@@ -173,6 +174,7 @@ def gpu_fb_used_beyond_vllm_mib(ctx: ContainerContext) -> Measured:
       doc="container restarts within the window, from kube-state-metrics "
           "(kube_pod_container_status_restarts_total); None without Prometheus")
 def restarts_in_window(ctx: ContainerContext) -> Measured:
+    ctx.runtime("Prometheus")
     prom = ctx.snapshot.prometheus
     if prom is None:
         failed = ctx.prometheus_failure()

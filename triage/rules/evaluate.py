@@ -22,9 +22,9 @@ from typing import Any
 import regex
 
 from triage import workload
-from triage.facts import ContainerContext, Fact
+from triage.facts import REGISTRY, ContainerContext, Fact
 from triage.logs import LogLine, Query, QuerySet, parse_line
-from triage.results import Finding, Severity, Unevaluated, Verdict
+from triage.results import Finding, Location, Severity, Unevaluated, Verdict
 from triage.rules import fixes
 from triage.rules.fields import dig_path
 from triage.rules.language import (
@@ -47,6 +47,7 @@ from triage.rules.language import (
 )
 from triage.snapshot import LOG_STREAMS, Obj, Snapshot, meta
 
+REGISTRY_UNITS = {name: spec.unit for name, spec in REGISTRY.items()}
 # No single regex search may take longer than this: a pattern that hits it
 # is unknown for that log, never allowed to hang.
 REGEX_TIMEOUT_S = 0.25
@@ -64,6 +65,7 @@ class Outcome:
     truth: Truth
     evidence: tuple[str, ...] = ()
     reason: str = ""  # why, when unknown
+    at: tuple[Location, ...] = ()  # the fields that made it true
 
     @property
     def true(self) -> bool:
@@ -77,8 +79,17 @@ def _unknown(reason: str) -> Outcome:
     return Outcome(Truth.UNKNOWN, reason=reason)
 
 
-def _true(*evidence: str) -> Outcome:
-    return Outcome(Truth.TRUE, tuple(evidence))
+def _true(*evidence: str, at: tuple[Location, ...] = ()) -> Outcome:
+    return Outcome(Truth.TRUE, tuple(evidence), at=at)
+
+
+def merge_locations(groups: Iterable[tuple[Location, ...]]) -> tuple[Location, ...]:
+    out: list[Location] = []
+    for group in groups:
+        for loc in group:
+            if not any(loc.same(o) for o in out):
+                out.append(loc)
+    return tuple(out)
 
 
 @dataclass
@@ -114,11 +125,13 @@ class Evaluator:
             outcomes = [self.evaluate(c, ctx, diag, pid) for c in cond.children]
             trues = [o for o in outcomes if o.true]
             if trues:
-                return _true(*_merge(o.evidence for o in trues))
+                return _true(*_merge(o.evidence for o in trues),
+                             at=merge_locations(o.at for o in trues))
             unknown = next((o for o in outcomes if o.truth is Truth.UNKNOWN), None)
             return unknown or FALSE
         if isinstance(cond, AllOf):
             evidence: list[str] = []
+            at: list[tuple[Location, ...]] = []
             unknown = None
             for child in cond.children:
                 o = self.evaluate(child, ctx, diag, pid)
@@ -127,7 +140,8 @@ class Evaluator:
                 if o.truth is Truth.UNKNOWN:
                     unknown = unknown or o
                 evidence += o.evidence
-            return unknown or _true(*_merge([evidence]))
+                at.append(o.at)
+            return unknown or _true(*_merge([evidence]), at=merge_locations(at))
         if isinstance(cond, Not):
             o = self.evaluate(cond.child, ctx, diag, pid)
             if o.truth is Truth.UNKNOWN:
@@ -222,10 +236,17 @@ class Evaluator:
         return found, None
 
     def field(self, leaf: FieldLeaf, ctx: ContainerContext) -> Outcome:
+        static = ctx.snapshot.static
+        if static is not None and (leaf.scope != "pod" or leaf.path[:1] == ("status",)):
+            what = {"container": "the container's status", "node": "the pod's node"}.get(
+                leaf.scope, "the pod's status")
+            return _unknown(f"needs {what}: {static}")
+        at: tuple[Location, ...] = ()
         if leaf.scope == "container":
             obj, label = ctx.status, f"containerStatuses[{ctx.name}]"
         elif leaf.scope == "pod":
             obj, label = ctx.pod, f"pod {ctx.pod_name}"
+            at = (ctx.pod_field(*leaf.path),)
         else:
             if ctx.node is None:
                 why = ctx.node_failure()
@@ -237,7 +258,7 @@ class Evaluator:
         if not compare(value, leaf.comparison):
             return FALSE
         return _true(f"{label}.{leaf.field} = {value!r}" if value is not None
-                     else f"{label}.{leaf.field} is not set")
+                     else f"{label}.{leaf.field} is not set", at=at)
 
     def event(self, leaf: EventLeaf, ctx: ContainerContext, pid: str) -> Outcome:
         events: list[Obj] = []
@@ -275,6 +296,8 @@ class Evaluator:
         return _unknown(why) if why else FALSE
 
     def node_condition(self, leaf: NodeConditionLeaf, ctx: ContainerContext) -> Outcome:
+        if ctx.snapshot.static is not None:
+            return _unknown(f"needs the pod's node: {ctx.snapshot.static}")
         node = ctx.node
         if node is None:
             why = ctx.node_failure()
@@ -291,15 +314,22 @@ class Evaluator:
         if not fact.known:
             return _unknown(f"fact {fact.name}: {fact.unknown}")
         if leaf.comparison is None:  # display
-            return _true(fact.evidence)
+            return _true(fact.evidence, at=fact.at)
         other: Fact | None = None
         if leaf.comparison.fact_ref:
             other = ctx.fact(leaf.comparison.fact_ref)
             if not other.known:
                 return _unknown(f"fact {other.name}: {other.unknown}")
-        if not compare(fact.value, leaf.comparison, other.value if other else None):
+        ref = leaf.comparison.reference(other.value) if other else None
+        if not compare(fact.value, leaf.comparison, ref):
             return FALSE
-        return _true(fact.evidence, *([other.evidence] if other else []))
+        rule: list[str] = []
+        if other is not None and ref is not None and ref != other.value:
+            rule.append(f"estimate: {leaf.comparison.times:g} x {other.name} "
+                        f"+ {leaf.comparison.plus:g} = {ref:g} {REGISTRY_UNITS.get(fact.name, '')}"
+                        .rstrip())
+        # The field compared is the finding's; the one it is compared with is evidence.
+        return _true(fact.evidence, *([other.evidence] if other else []), *rule, at=fact.at)
 
     def metric(self, leaf: MetricLeaf, ctx: ContainerContext) -> Outcome:
         failed = ctx.metrics_failure()
@@ -517,12 +547,13 @@ def apply(evaluator: Evaluator, pattern: Pattern, diag: PodDiagnosis) -> None:
         if existing is not None:
             old = diag.findings[existing]
             merged = old.evidence + tuple(e for e in evidence if e not in old.evidence)
-            diag.findings[existing] = dataclasses.replace(old, evidence=merged)
+            diag.findings[existing] = dataclasses.replace(
+                old, evidence=merged, at=merge_locations([old.at, outcome.at]))
         else:
             diag.findings.append(Finding(
                 id=pattern.id, severity=pattern.severity, title=pattern.title, step=pattern.step,
                 container=ctx.name, evidence=tuple(evidence), remediation=pattern.remediation,
-                fallback=pattern.fallback))
+                fallback=pattern.fallback, at=outcome.at))
     diag.states[pattern.id] = _state(outcomes)
 
 
@@ -593,7 +624,7 @@ def warn_when(evaluator: Evaluator, patterns: tuple[Pattern, ...], diag: PodDiag
             diag.findings.append(Finding(
                 id=pattern.id, severity=Severity.WARNING, title=pattern.title,
                 step=pattern.step, container=ctx.name, evidence=tuple(evidence),
-                remediation=pattern.remediation))
+                remediation=pattern.remediation, at=outcome.at))
             diag.states[pattern.id] = Truth.TRUE
             raised.add(pattern.id)
             break  # one finding per pod, as for the critical form's first container

@@ -33,6 +33,19 @@ class Comparison:
     value: Any
     # Compare against another fact's value instead of a constant: ``lt: {fact: NAME}``.
     fact_ref: str | None = None
+    # An estimate's rule over that fact: ``lt: {fact: model_weights_gib, times: 4, plus: 60}``
+    # compares with 4 x the fact + 60 (the pattern holds the rule, the fact the figure).
+    times: float = 1.0
+    plus: float = 0.0
+
+    def reference(self, value: Any) -> Any:
+        """The value compared against, from the referenced fact's value."""
+        if self.times == 1.0 and self.plus == 0.0:
+            return value
+        try:
+            return float(value) * self.times + self.plus if value is not None else None
+        except (TypeError, ValueError):
+            return None
 
 
 @dataclass(frozen=True)

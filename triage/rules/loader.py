@@ -155,10 +155,17 @@ class _Reader:
             return Comparison(op, (float(value[0]), float(value[1])))
         if op in NUMERIC_OPS:
             if isinstance(value, dict):
-                if set(value) != {"fact"} or not isinstance(value["fact"], str):
-                    raise self.fail(at, "must be a number or {fact: NAME}")
+                if "fact" not in value or set(value) - {"fact", "times", "plus"} \
+                        or not isinstance(value["fact"], str):
+                    raise self.fail(at, "must be a number or {fact: NAME} (optionally with "
+                                    "times: K and plus: C, an estimate's rule)")
+                for key in ("times", "plus"):
+                    if key in value and not _is_number(value[key]):
+                        raise self.fail(f"{at}.{key}", "must be a number")
                 self.fact_name(value["fact"], f"{at}.fact")
-                return Comparison(op, None, fact_ref=value["fact"])
+                return Comparison(op, None, fact_ref=value["fact"],
+                                  times=float(value.get("times", 1.0)),
+                                  plus=float(value.get("plus", 0.0)))
             if not _is_number(value):
                 raise self.fail(at, "must be a number or {fact: NAME}")
             return Comparison(op, float(value))

