@@ -117,8 +117,11 @@ class Fixture:
                         data.get("items") or [],
                         key=lambda o: ((o.get("metadata") or {}).get("namespace") or "",
                                        (o.get("metadata") or {}).get("name") or ""))
-        namespaces = sorted({(o.get("metadata") or {}).get("namespace") for items in
-                             self.objects.values() for o in items} - {None})
+        # Every cluster has the system namespaces; an API server answers 404 for
+        # GET /api/v1/namespaces/NAME of any other namespace that holds nothing.
+        namespaces = sorted(({(o.get("metadata") or {}).get("namespace") for items in
+                              self.objects.values() for o in items} - {None})
+                            | {"default", "kube-system", "kube-public", "kube-node-lease"})
         if "namespaces" not in self.objects:
             self.objects["namespaces"] = [
                 {"metadata": {"name": ns, "uid": f"ns-{ns}", "resourceVersion": "1",

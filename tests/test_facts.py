@@ -99,6 +99,17 @@ def holder(node: str, phase: str = "Running") -> dict[str, Any]:
             "status": {"phase": phase}}
 
 # fact -> [(example keys, expected value)]; value "UNKNOWN" means unknown, not measured.
+STATS_V1 = "\n".join([
+    "(APIServer pid=1) INFO 11-28 03:10:49 [loggers.py:123] Engine 000: Avg prompt throughput: "
+    "5321.4 tokens/s, Avg generation throughput: 1210.7 tokens/s, Running: 118 reqs, Waiting: "
+    "9 reqs, GPU KV cache usage: 97.1%, Prefix cache hit rate: 41.0%",
+    "(APIServer pid=1) INFO 11-28 03:10:59 [loggers.py:123] Engine 000: Avg prompt throughput: "
+    "5102.9 tokens/s, Avg generation throughput: 1188.3 tokens/s, Running: 118 reqs, Waiting: "
+    "23 reqs, GPU KV cache usage: 99.8%, Prefix cache hit rate: 40.6%"])
+STATS_V0 = ("INFO 11-28 02:14:02 metrics.py:467] Avg prompt throughput: 612.4 tokens/s, Avg "
+            "generation throughput: 205.7 tokens/s, Running: 64 reqs, Swapped: 0 reqs, Pending: "
+            "17 reqs, GPU KV cache usage: 98.2%, CPU KV cache usage: 0.0%.")
+
 CASES: dict[str, list[tuple[dict[str, Any], Any]]] = {
     "gpu_request": [({}, 1),
                     ({"container": {"resources": {"limits": {"nvidia.com/gpu": "4"}}}}, 4),
@@ -167,6 +178,13 @@ CASES: dict[str, list[tuple[dict[str, Any], Any]]] = {
                       ({}, None), ({"unread": ["logs"]}, "UNKNOWN")],
     "kv_cache_tokens": [({"log": V1_START}, 44416), ({"log": V0_BLOCKS}, 229 * 16), ({}, None)],
     "max_concurrency": [({"log": V1_START}, 1.36), ({}, None)],
+    # Issue 17: vLLM's periodic stats lines, the last two minutes of them.
+    "recent_requests_waiting": [({"log": STATS_V1}, 23.0), ({"log": STATS_V0}, 17.0),
+                                ({"log": V1_START}, None), ({}, None)],
+    "recent_requests_running": [({"log": STATS_V1}, 118.0), ({"log": STATS_V0}, 64.0),
+                                ({}, None)],
+    "recent_kv_cache_usage": [({"log": STATS_V1}, pytest.approx(0.998)),
+                              ({"log": STATS_V0}, pytest.approx(0.982)), ({}, None)],
     "max_model_len_over_kv_cache": [({"log": V1_START}, pytest.approx(32768 / 44416)),
                                     ({}, None)],
     "max_num_batched_tokens": [

@@ -108,7 +108,9 @@ def test_kubectl_vllm_triage_scan_equals_vllm_triage_scan(plugin_path: Path,
         all_ns = kubectl(plugin_path, "vllm-triage", "scan", "--kubeconfig", str(kubeconfig),
                          "-A", "-o", "json")
         other_ns = kubectl(plugin_path, "vllm-triage", "scan", "--kubeconfig", str(kubeconfig),
-                           "-n", "nothing-here", "-o", "json")
+                           "-n", "default", "-o", "json")
+        missing_ns = kubectl(plugin_path, "vllm-triage", "scan", "--kubeconfig",
+                             str(kubeconfig), "-n", "nothing-here", "-o", "json")
     assert direct.code == 1, direct.stderr
     assert via_kubectl.returncode == 1, via_kubectl.stderr
     assert via_kubectl.stdout == direct.stdout
@@ -119,6 +121,9 @@ def test_kubectl_vllm_triage_scan_equals_vllm_triage_scan(plugin_path: Path,
     assert all_ns.returncode == 1 and yaml.safe_load(all_ns.stdout)["namespace"] is None
     assert other_ns.returncode == 0, other_ns.stderr
     assert yaml.safe_load(other_ns.stdout)["pods"] == []
+    # Issue 17: a namespace that does not exist is exit 2, never an empty all clear.
+    assert missing_ns.returncode == 2 and "namespace 'nothing-here' not found" in \
+        missing_ns.stderr
 
 
 def test_plugin_help_shows_flags_and_examples(plugin_path: Path) -> None:
@@ -129,10 +134,11 @@ def test_plugin_help_shows_flags_and_examples(plugin_path: Path) -> None:
     for flag in ("-n, --namespace", "-A, --all-namespaces", "--context", "--kubeconfig",
                  "-l, --selector", "-o, --output", "--request-timeout", "--output-file"):
         assert flag in text, flag
-    assert "Examples:" in text and "kubectl vllm-triage scan -n llm" in text
+    # Issue 17: the examples are said once, under the top-level help.
+    assert "Examples:" not in text
     top = kubectl(plugin_path, "vllm-triage", "--help")
     assert top.returncode == 0 and "collect" in top.stdout and "analyze" in top.stdout
-    assert "Examples:" in top.stdout
+    assert "Examples:" in top.stdout and "kubectl vllm-triage scan -n llm" in top.stdout
 
 
 def test_plugin_errors_are_kubectl_like(plugin_path: Path, tmp_path: Path) -> None:

@@ -460,3 +460,84 @@ def test_missing_file_and_no_input() -> None:
     assert run.code == 2 and "does/not/exist.yaml: no such file" in run.stderr
     run = run_cli("lint")
     assert run.code == 2 and "-f" in run.stderr
+
+
+OTHER_WORKLOADS = """\
+apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata: {name: deepseek, namespace: llm}
+spec:
+  leaderWorkerTemplate:
+    size: 2
+    leaderTemplate:
+      spec:
+        containers:
+        - name: vllm-leader
+          image: vllm/vllm-openai:v0.10.1.1
+          command: [sh, -c, "vllm serve deepseek-ai/DeepSeek-V3 --tensor-parallel-size 8 --pipeline-parallel-size 2 --max-model-len 32768"]
+          resources: {limits: {nvidia.com/gpu: "8"}}
+    workerTemplate:
+      spec:
+        containers:
+        - name: vllm-worker
+          image: vllm/vllm-openai:v0.10.1.1
+          command: [sh, -c, "ray start --block"]
+          resources: {limits: {nvidia.com/gpu: "8"}}
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: qwen, namespace: llm}
+spec:
+  template:
+    spec:
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai
+        args: [--model, Qwen/Qwen3-8B, --max-model-len, "8192"]
+        resources: {limits: {nvidia.com/gpu: 1}}
+---
+apiVersion: serving.knative.dev/v1
+kind: Service
+metadata: {name: gemma}
+spec:
+  template:
+    spec:
+      containers:
+      - image: vllm/vllm-openai:v0.10.1.1
+        args: [--model, google/gemma-2-9b-it]
+"""
+
+
+def test_leaderworkerset_statefulset_and_knative(tmp_path: Path) -> None:
+    path = tmp_path / "w.yaml"
+    path.write_text(OTHER_WORKLOADS)
+    doc = lint_json("-f", str(path), "--fail-on", "never", "--explain", code=0)
+    got = {(f["object"], f["id"], f["path"]) for f in doc["findings"]}
+    lines = OTHER_WORKLOADS.splitlines()
+    # The leader's TP 8 x PP 2 across the group with the 64 MiB /dev/shm.
+    assert ("LeaderWorkerSet/llm/deepseek", "shm-too-small",
+            "spec.leaderWorkerTemplate.leaderTemplate.spec.containers[0].command[2]") in got
+    assert ("StatefulSet/llm/qwen", "image-tag-latest",
+            "spec.template.spec.containers[0].image") in got
+    assert ("Service/gemma", "no-gpu",
+            'spec.template.spec.containers[0].resources.limits["nvidia.com/gpu"]') in got
+    for f in doc["findings"]:
+        assert lines[f["line"] - 1].strip(), f
+    assert {p["id"] for p in doc["explain"]["applied"]} >= {"shm-too-small", "no-gpu"}
+
+
+def test_a_static_snapshot_makes_what_a_running_pod_gives_unknown() -> None:
+    manifests = collect([Input(str(SEED_START))])
+    from triage.facts import ContainerContext
+
+    pod = manifests.workloads[0].pod
+    ctx = ContainerContext(manifests.snapshot, pod, pod["spec"]["containers"][0])
+    for name in ("restart_count", "pod_state", "kv_cache_tokens", "image_pull_seconds",
+                 "node_disk_pressure", "gpu_product", "rollout_changes",
+                 "other_revision_pods_running", "metrics_models", "gpu_fb_used_mib"):
+        fact = ctx.fact(name)
+        assert not fact.known and "a manifest has no running pod" in str(fact.unknown), fact
+    for name, value in (("gpu_request", 0), ("image_tag", "latest"),
+                        ("served_model", "Qwen/Qwen3-8B"), ("observed_startup_seconds", None),
+                        ("model_weights_gib", 14.9)):
+        assert ctx.fact(name).value == value, ctx.fact(name)

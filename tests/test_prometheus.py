@@ -65,9 +65,10 @@ def test_window_finds_the_queue_the_scrape_misses(tmp_path: Path, backfilled: An
     step7 = _step(win, 7)
     assert step7["verdict"] == "warn"
     text = "\n".join(step7["evidence"])
-    assert "Prometheus, last 30m: requests_waiting = 13.8" in text
-    assert "Prometheus, last 30m: queue_time_p99 = 57" in text
-    assert "Prometheus, last 30m: requests_waiting_max = 42" in text
+    # Issue 17: in words, with units, the source after the value.
+    assert "requests waiting 13.8 (Prometheus, last 30m)" in text
+    assert "queue time P99 57 s (Prometheus, last 30m)" in text
+    assert "requests waiting max 42 (Prometheus, last 30m)" in text
     step5 = "\n".join(_step(win, 5)["evidence"])
     assert "e2e P50 20.3s P99 84s" in step5 and "(Prometheus, last 30m)" in step5
     # It said which Prometheus it found, and asked only with GETs, through the proxy.
@@ -93,7 +94,7 @@ def test_window_and_single_scrape_differ_only_where_the_window_speaks(
                         "--prometheus", "auto", "--since", "2m", env=AT)
     assert short.code == 0, short.stderr
     evidence = "\n".join(_step(short.json(), 7)["evidence"])
-    assert "Prometheus, last 2m: " in evidence
+    assert "(Prometheus, last 2m)" in evidence
 
 
 def test_collect_with_prometheus_then_analyze_equals_scan(tmp_path: Path,

@@ -42,6 +42,11 @@ def test_scan_matches_expected(name: str, tmp_path: Path, backfilled: Any) -> No
     assert [s["step"] for s in report["checklist"]] == list(range(1, 11))
     for step, verdict in expected.get("checklist", {}).items():
         assert verdicts[int(step)] == verdict, (step, report["checklist"][int(step) - 1])
+    # Findings that are not what their step asks about: rows of their own beside it.
+    beside = {(b["step"], b["id"]): b["verdict"] for b in report["beside_checklist"]}
+    assert beside == {(int(step), fid): verdict
+                      for step, rows in (expected.get("beside") or {}).items()
+                      for fid, verdict in rows.items()}, report["beside_checklist"]
     for pod in report["pods"]:
         for f in pod["findings"]:
             assert f["evidence"], f"{f['id']} on {pod['name']} has no evidence"

@@ -79,11 +79,13 @@ def test_table_and_markdown_show_the_timeline() -> None:
     report = Report.from_document(_report("probe-kill-vs-crash-while-loading"))
     text = table.render(report, False)
     assert "timeline (UTC):" in text
-    assert "02:38:40-03:02:20  liveness probe failed (x15)" in text
+    assert "02:38:40-03:02:20 liveness probe failed (x15)" in text
     md = markdown.render(report, False)
-    assert "#### Timeline" in md
-    assert "- `2026-11-28 02:38:40 to 2026-11-28 03:02:20` liveness probe failed (x15)" in md
-    assert "GPU memory of `llm/vllm-qwen3-14b-84c6d9f7b5-p2lxc`: card 80.0 GiB; weights " in md
+    # Issue 17: collapsed per pod, ranges within a day say the date once.
+    assert "<details><summary>timeline of <code>llm/vllm-qwen3-14b-84c6d9f7b5-p2lxc</code> (UTC)" \
+        "</summary>" in md
+    assert "- `2026-11-28 02:38:40 to 03:02:20` liveness probe failed (x15)" in md
+    assert "GPU memory: card 80.0 GiB; weights " in md
 
 
 def test_healthy_pod_has_no_table_timeline() -> None:

@@ -12,6 +12,7 @@ cluster cannot be reached or refuses the credentials.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from contextlib import suppress
@@ -21,10 +22,10 @@ from typing import Annotated
 import typer
 
 from triage import __version__
-from triage.commands import analyze, collect, lint, patterns, scan, watch
+from triage.commands import analyze, collect, completion, lint, patterns, scan, watch
 from triage.commands.common import EXIT_OK, Terminated, on_sigterm, write_atomically
 
-__all__ = ["Terminated", "app", "main", "write_atomically"]
+__all__ = ["Terminated", "app", "kubectl_complete", "main", "write_atomically"]
 
 EPILOG = """\
 Examples:
@@ -36,8 +37,10 @@ Examples:
   kubectl vllm-triage scan -n llm --prometheus auto --since 1h   # latency over the last hour
   kubectl vllm-triage scan --context prod --kubeconfig ~/.kube/prod
   vllm-triage scan -n llm -o markdown --output-file ticket.md
-  vllm-triage collect -n llm -o bundle.tar.gz  # redacted evidence, for later
+  vllm-triage scan -n llm --fail-on warning -q --output-file report.json -o json   # CI
+  vllm-triage collect -n llm --output-file bundle.tar.gz   # redacted evidence, for later
   vllm-triage analyze bundle.tar.gz -o html --output-file report.html
+  source <(vllm-triage completion bash)        # also zsh, fish
 
 \b
 Exit codes: 0 nothing failing; 1 a step fails or a finding is critical;
@@ -71,21 +74,32 @@ def _root(
     """vllm-triage."""
 
 
-app.command("scan", epilog=EPILOG)(scan.scan)
-app.command("collect", epilog=EPILOG)(collect.collect)
-app.command("analyze", epilog=EPILOG)(analyze.analyze)
+# The examples are said once, under the top-level help.
+app.command("scan")(scan.scan)
+app.command("collect")(collect.collect)
+app.command("analyze")(analyze.analyze)
 app.command("patterns")(patterns.list_patterns)
 app.command("watch", epilog=watch.EPILOG)(watch.watch)
 app.command("lint", epilog=lint.EPILOG)(lint.lint)
+app.command("completion")(completion.completion)
 
 
 def main() -> None:
     # kubectl passes plugin flags through unchanged; nothing to translate. Run
     # as kubectl-vllm_triage, usage lines read "kubectl vllm-triage ...".
     plugin = Path(sys.argv[0]).name.startswith("kubectl-")
+    prog = "kubectl vllm-triage" if plugin else "vllm-triage"
+    if completion.COMPLETE_VAR in os.environ:  # the shell asks for completions
+        raise SystemExit(completion.answer_shell(app, prog))
     with suppress(ValueError):  # not the main thread (embedded): leave signals alone
         signal.signal(signal.SIGTERM, on_sigterm)
-    app(prog_name="kubectl vllm-triage" if plugin else "vllm-triage")
+    app(prog_name=prog)
+
+
+def kubectl_complete() -> None:
+    """``kubectl_complete-vllm_triage``: kubectl 1.26+ runs it to complete
+    ``kubectl vllm-triage ...`` and reads Cobra's __complete answer."""
+    raise SystemExit(completion.answer_kubectl(app, sys.argv[1:]))
 
 
 if __name__ == "__main__":

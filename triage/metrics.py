@@ -105,6 +105,51 @@ WINDOW_RATES = {
 # Every name a `metric:` leaf may use: name -> (unit, what it measures).
 METRICS: dict[str, tuple[str, str]] = _registry()
 
+# How people call them in evidence.
+_HUMAN = {"e2e_latency": "e2e latency", "ttft": "time to first token",
+          "itl": "inter-token latency", "queue_time": "queue time",
+          "prompt_len": "prompt length", "requests_running": "requests running",
+          "requests_waiting": "requests waiting", "kv_cache_usage": "KV cache usage",
+          "preemptions": "preemptions", "requests_finished": "requests finished",
+          "prompt_tokens": "prompt tokens", "generation_tokens": "generated tokens"}
+_SUFFIX = {"p50": "P50", "p90": "P90", "p99": "P99", "mean": "mean", "max": "max"}
+
+
+def human_name(name: str) -> str:
+    """'e2e_latency_p99' -> 'e2e latency P99', 'requests_waiting_max' -> 'requests
+    waiting max', 'e2e_latency_p99_over_p50' -> 'e2e latency P99/P50'."""
+    if name.endswith("_p99_over_p50"):
+        return f"{_HUMAN.get(name.removesuffix('_p99_over_p50'), name)} P99/P50"
+    if name in WINDOW_RATES:
+        return WINDOW_RATES[name][1].split(" (", 1)[0]
+    base, _, suffix = name.rpartition("_")
+    if base in _HUMAN and suffix == "count":
+        return f"requests in the {_HUMAN[base]} histogram"
+    if base in _HUMAN and suffix in _SUFFIX:
+        return f"{_HUMAN[base]} {_SUFFIX[suffix]}"
+    return _HUMAN.get(name, name.replace("_", " "))
+
+
+def with_unit(name: str, value: float) -> str:
+    """A metric's value the way people write it: 45.8 s, 230 ms, 99.8%, 2.3/s, 22.9x."""
+    unit = METRICS.get(name, ("", ""))[0]
+    if unit == "seconds":
+        return f"{value * 1000:.3g} ms" if 0 < value < 1 else f"{value:.3g} s"
+    if unit == "fraction":
+        return f"{100 * value:.1f}%"
+    if unit == "per second":
+        return f"{value:.3g}/s"
+    if unit == "ratio":
+        return f"{value:.3g}x"
+    if unit == "tokens":
+        return f"{value:,.0f} tokens"
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:.4g}"
+
+
+def describe(name: str, value: float) -> str:
+    """'e2e latency P99 45.8 s'."""
+    return f"{human_name(name)} {with_unit(name, value)}"
+
 
 @dataclass
 class Histogram:

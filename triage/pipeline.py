@@ -10,7 +10,7 @@ from triage import __version__, checklist
 from triage.collect import InputError
 from triage.facts import LOG_QUERIES, ContainerContext, Fact
 from triage.report import build
-from triage.results import Report
+from triage.results import Report, Severity, Verdict
 from triage.rules.evaluate import classify, queries_for
 from triage.rules.loader import builtin_dir, load_patterns
 from triage.selection import triaged_containers
@@ -44,8 +44,15 @@ def analyze(snapshot: Snapshot, pattern_dirs: list[Path] | None = None,
     return build(snapshot, pods, steps, warnings + rule_warnings)
 
 
-def exit_code(report: Report) -> int:
-    return 1 if report.failing else 0
+def exit_code(report: Report, fail_on: str = "critical") -> int:
+    """1 when something fails (--fail-on critical, the default) or, with --fail-on warning,
+    also when a step is to review or a finding is a warning; else 0."""
+    if report.failing:
+        return 1
+    if fail_on == "warning" and (report.verdict is Verdict.WARN or any(
+            f.severity is Severity.WARNING for p in report.pods for f in p.findings)):
+        return 1
+    return 0
 
 
 def lint(manifests: Manifests, pattern_dirs: list[Path] | None = None,

@@ -160,6 +160,14 @@ class Finding:
     fix: Fix | None = None
     # The fields the finding's rule found true, most specific first (see Location).
     at: tuple[Location, ...] = ()
+    # False: not what its step asks about (a port clash under step 2, "CUDA
+    # OOM"); shown beside the step, never deciding its verdict.
+    answers_step: bool = True
+
+    @property
+    def verdict(self) -> Verdict | None:
+        """What this finding says about its own row: its escalation, else by severity."""
+        return self.escalated or self.severity.verdict
 
 
 @dataclass(frozen=True)
@@ -311,6 +319,25 @@ class StepResult:
 
 
 @dataclass(frozen=True)
+class BesideFinding:
+    """A finding that is not what its checklist step asks about (a port clash near
+    step 2, "CUDA OOM"): its own row beside that step, with the pods it was found on.
+    The step's verdict answers only the step's own question."""
+
+    step: int
+    id: str
+    severity: Severity
+    verdict: Verdict
+    title: str
+    pods: tuple[str, ...]
+    remediation: str = ""
+
+    def to_document(self) -> dict[str, Any]:
+        return {"step": self.step, "id": self.id, "severity": self.severity.value,
+                "verdict": self.verdict.value, "title": self.title, "pods": list(self.pods)}
+
+
+@dataclass(frozen=True)
 class Unreadable:
     what: str
     reason: str
@@ -342,6 +369,9 @@ class Report:
     prometheus: PrometheusSource | None = None
     cards: tuple[Card, ...] = ()
     patches: tuple[WorkloadPatch, ...] = ()
+    # Findings shown as their own rows beside the checklist; the checklist
+    # itself is always exactly the ten steps.
+    beside: tuple[BesideFinding, ...] = ()
 
     @property
     def failing(self) -> bool:
@@ -396,6 +426,7 @@ class Report:
                  "evidence": list(s.evidence), "remediation": list(s.remediation)}
                 for s in self.checklist
             ],
+            "beside_checklist": [b.to_document() for b in self.beside],
             "unreadable": [{"what": u.what, "reason": u.reason} for u in self.unreadable],
             "warnings": list(self.warnings),
             "prometheus": None if self.prometheus is None else {
@@ -407,12 +438,23 @@ class Report:
     @classmethod
     def from_document(cls, doc: dict[str, Any]) -> Report:
         """A report back from its JSON document (to render a saved report in another format)."""
+        beside = tuple(BesideFinding(
+            step=int(b["step"]), id=str(b["id"]), severity=Severity(b["severity"]),
+            verdict=Verdict(b["verdict"]), title=str(b.get("title", "")),
+            pods=tuple(b.get("pods") or ()),
+            remediation=next((str(f.get("remediation", "")) for p in doc.get("pods") or ()
+                              for f in p.get("findings") or () if f.get("id") == b["id"]), ""))
+            for b in doc.get("beside_checklist") or ())
+        apart = {(b.step, b.id) for b in beside}
+
         def finding(f: dict[str, Any]) -> Finding:
             return Finding(id=f["id"], severity=Severity(f["severity"]), title=f["title"],
                            step=int(f["step"]), container=f.get("container", ""),
                            evidence=tuple(f.get("evidence") or ()),
                            remediation=f.get("remediation", ""),
-                           fix=Fix.from_document(f.get("fix")))
+                           fix=Fix.from_document(f.get("fix")),
+                           answers_step=(int(f["step"]), f["id"]) not in apart)
+
         pods = tuple(PodResult(
             name=p["name"], namespace=p["namespace"], phase=p.get("phase", "Unknown"),
             state=p.get("state", ""), restarts=int(p.get("restarts", 0)), node=p.get("node"),
@@ -442,7 +484,8 @@ class Report:
             cards=tuple(Card.from_document(c) for c in doc.get("cards") or ()),
             patches=tuple(WorkloadPatch(str(w["workload"]), _patch(w["patch"]),
                                         tuple(w.get("findings") or ()))
-                          for w in doc.get("patches") or ()))
+                          for w in doc.get("patches") or ()),
+            beside=beside)
 
 
 T = TypeVar("T")

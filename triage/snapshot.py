@@ -131,6 +131,10 @@ class Snapshot:
     # The user's -l selector: its pods are triaged even when no container
     # looks like vLLM by image or command.
     selector: str | None = None
+    # When the scanned namespace has no vLLM pod: namespace -> how many vLLM
+    # pods run there, or why other namespaces could not be looked at.
+    vllm_elsewhere: dict[str, int] = field(default_factory=dict)
+    elsewhere_unknown: str | None = None
     # Set when the snapshot holds manifests, not a cluster (``lint``): why nothing
     # that a running pod gives (status, logs, events, metrics, its node, other
     # revisions) is there. Rules that need those are then not applicable, never

@@ -34,7 +34,7 @@ def _from_findings(step: Step, inputs: Inputs) -> StepResult | None:
     for pod in inputs.pods:
         for f in pod.findings:
             v = verdict_of(f)
-            if f.step == step.number and v is not None:
+            if f.step == step.number and v is not None and f.answers_step:
                 hits.append((pod, f, v))
     if not hits:
         return None

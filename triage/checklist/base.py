@@ -29,8 +29,8 @@ class Inputs:
         return [str(f) for f in self.failures if f.kind in kinds]
 
     def fed_by(self, step: int) -> list[str]:
-        """The ids of the patterns that feed a step."""
-        return [p.id for p in self.patterns if p.step == step]
+        """The ids of the patterns that decide a step (not those shown beside it)."""
+        return [p.id for p in self.patterns if p.step == step and p.answers_step]
 
     def workload_facts(self, name: str) -> list[Fact]:
         """A workload-scoped fact once per workload that runs a triaged pod."""

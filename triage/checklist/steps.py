@@ -138,6 +138,28 @@ def _latency_line(pod: PodDiagnosis, ctx: ContainerContext) -> str:
             f"({source})")
 
 
+def _recent_queue(ctx: ContainerContext) -> list[str]:
+    """The queue as vLLM's own stats lines said it in the last minutes (without Prometheus:
+    a histogram since the server started cannot say what happens now)."""
+    if ctx.window is not None:
+        return []
+    out = []
+    for name in ("recent_requests_waiting", "recent_kv_cache_usage"):
+        f = ctx.fact(name)
+        if f.known and f.value is not None:
+            out.append(f.evidence)
+    return out
+
+
+def _since_start(inputs: Inputs) -> list[str]:
+    """Say so when a step was judged from histograms since the server started."""
+    if any(ctx.window is None and ctx.snapshot.prometheus is None
+           for _, ctx in _with_metrics(inputs)):
+        return ["judged from /metrics histograms since the server started, which can hide a "
+                "queue of the last minutes: --prometheus auto (or a URL) measures a window"]
+    return []
+
+
 def _prometheus_note(inputs: Inputs) -> list[str]:
     """When Prometheus was asked and said nothing about a pod, say the step is judged from
     the scrape, and why."""
@@ -170,7 +192,8 @@ class P99Latency(Step):
         for pod, ctx in _with_metrics(inputs):
             ev.append(_latency_line(pod, ctx))
             ev.append(f"  {ctx.fact('max_num_batched_tokens').evidence}")
-        return self.result(Verdict.PASS, ev + _prometheus_note(inputs))
+            ev += [f"  now: {line}" for line in _recent_queue(ctx)]
+        return self.result(Verdict.PASS, ev + _prometheus_note(inputs) + _since_start(inputs))
 
 
 class ProbeTiming(Step):
@@ -231,7 +254,8 @@ class AutoscaleTarget(Step):
         ev = list(scalers)
         for pod, ctx in _with_metrics(inputs):
             ev.append(_queue_line(pod, ctx))
-        return self.result(Verdict.PASS, ev + _prometheus_note(inputs))
+            ev += [f"  now: {line}" for line in _recent_queue(ctx)]
+        return self.result(Verdict.PASS, ev + _prometheus_note(inputs) + _since_start(inputs))
 
 
 def _queue_line(pod: PodDiagnosis, ctx: ContainerContext) -> str:

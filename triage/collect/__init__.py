@@ -15,6 +15,12 @@ class ClusterUnreachable(CollectError):
     exit_code = 3
 
 
+class NamespaceNotFound(CollectError):
+    """The namespace asked for does not exist (the message names the closest ones)."""
+
+    exit_code = 2
+
+
 class InputError(CollectError):
     """A kubeconfig, bundle or fixture that cannot be read."""
 

@@ -376,6 +376,11 @@ def _load(source: _Source) -> Snapshot:
     snap.absent_kinds = {str(k) for k in absent} if isinstance(absent, list) else set()
     notes = man.get("notes")
     snap.notes = [n for n in notes if isinstance(n, str)] if isinstance(notes, list) else []
+    elsewhere = man.get("vllm_elsewhere")
+    if isinstance(elsewhere, dict):
+        snap.vllm_elsewhere = {str(k): v for k, v in elsewhere.items()
+                               if isinstance(v, int) and not isinstance(v, bool)}
+    snap.elsewhere_unknown = _text(man.get("elsewhere_unknown"))
     redacted = man.get("schema") is not None and man.get("redaction") == REDACTION_VERSION
     for kind in ALL_KINDS:
         for ext in (".json", ".yaml", ".yml"):
@@ -496,6 +501,8 @@ def write(snapshot: Snapshot, out: Path) -> None:
         "absent_kinds": sorted(snapshot.absent_kinds),
         "redaction": REDACTION_VERSION,
         "notes": [redact_text(n) for n in snapshot.notes],
+        "vllm_elsewhere": snapshot.vllm_elsewhere,
+        "elsewhere_unknown": snapshot.elsewhere_unknown,
     }
     members: list[tuple[str, bytes]] = [
         ("manifest.json", json.dumps(manifest, indent=2).encode())]

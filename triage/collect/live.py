@@ -12,6 +12,7 @@ recorded and the scan goes on.
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import os
@@ -31,13 +32,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+import regex
 import urllib3
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
 
 from triage import __version__, selection, workload
-from triage.collect import ClusterUnreachable, InputError, transport
+from triage.collect import ClusterUnreachable, InputError, NamespaceNotFound, transport
 from triage.collect.logtail import keep_end, size_label
 from triage.collect.shape import normalize_items
 from triage.logs import LogSource, decode
@@ -186,7 +188,7 @@ def connect(kubeconfig: str | None, context: str | None, timeout: float,
             if context:
                 chosen = next((c for c in contexts if c.get("name") == context), None)
                 if chosen is None:
-                    raise InputError(f"context {context!r} not found in kubeconfig {path}")
+                    raise InputError(_context_not_found(context, path, contexts))
             if chosen is None:
                 raise InputError(f"kubeconfig {path} has no current context; pass --context")
             ctx_name = chosen.get("name")
@@ -221,6 +223,21 @@ def connect(kubeconfig: str | None, context: str | None, timeout: float,
     api.user_agent = f"vllm-triage/{__version__}"
     transport.install(api.rest_client.pool_manager)
     return Connection(api, ctx_name, namespace)
+
+
+def _context_not_found(context: str, path: str, contexts: list[Any]) -> str:
+    """'context "prod" not found in kubeconfig F; contexts: ...', closest first."""
+    names = [str(c.get("name")) for c in contexts if isinstance(c, dict) and c.get("name")]
+    message = f"context {context!r} not found in kubeconfig {path}"
+    if not names:
+        return message + " (it has no contexts)"
+    close = difflib.get_close_matches(context, names, n=3, cutoff=0.5)
+    rest = [n for n in names if n not in close]
+    listed = close + rest
+    shown = ", ".join(listed[:12]) + (f" and {len(listed) - 12} more" if len(listed) > 12
+                                      else "")
+    return message + (f"; did you mean {', '.join(close)}?" if close else "") + \
+        f"; contexts: {shown}"
 
 
 def list_contexts(kubeconfig: str | None) -> list[str]:
@@ -438,8 +455,22 @@ def _network_reason(exc: Exception, timeout: float | None = None) -> str:
     if "timed out" in text.lower() or isinstance(inner, (TimeoutError, socket.timeout)):
         if timeout is not None:
             return f"timed out: no answer within --request-timeout {timeout:g}s"
-        return f"timed out ({text})"
-    return text
+        return f"timed out ({_plain(text)})"
+    return _plain(text)
+
+
+# urllib3 names its connection class and repr in front of the OS error:
+# "DeadlineHTTPSConnection(host='127.0.0.1', port=1): Failed to establish a new
+# connection: [Errno 111] Connection refused". People need the last part.
+_LIBRARY_PREFIX = regex.compile(r"^(?:<?[A-Za-z_.]*(?:Connection|Pool)[A-Za-z]*(?:\([^)]*\)|"
+                                r" object at 0x[0-9a-f]+>)?: )+")
+_ERRNO = regex.compile(r"^(?:Failed to establish a new connection: )?\[Errno -?\d+\] ")
+
+
+def _plain(text: str) -> str:
+    """A network error in words: no library class names, no errno numbers."""
+    out = _ERRNO.sub("", _LIBRARY_PREFIX.sub("", text))
+    return (out[:1].lower() + out[1:]) if out else text
 
 
 def _status_reason(status: int, body: bytes) -> str:
@@ -507,7 +538,51 @@ class LiveCollector:
         pods = self._list_pods(ns, snap.notes)
         snap.objects["pods"] = [redact_object(p) for p in selection.select_pods(
             pods, self.opts.selector)]
+        if ns is not None and not snap.objects["pods"]:
+            self._no_vllm_pods(ns, snap)
         return snap
+
+    def _no_vllm_pods(self, ns: str, snap: Snapshot) -> None:
+        """A namespace without a vLLM pod: a typo is an error naming the closest
+        namespaces (a real API server lists pods of a namespace that does not
+        exist as an empty list); otherwise say where vLLM pods do run."""
+        self.progress(f"no vLLM pods in {ns}: looking for them elsewhere")
+        try:
+            self.reader.get_json(f"/api/v1/namespaces/{quote(ns, safe='')}")
+        except ReadError as exc:
+            if exc.status == 404:
+                raise NamespaceNotFound(self._not_found(ns)) from None
+            # 403 (a namespaced Role cannot read namespaces): existence unknown, go on
+        try:
+            data = self.reader.get_json("/api/v1/pods", {"labelSelector": self.opts.selector})
+        except ReadError as exc:
+            snap.elsewhere_unknown = f"listing pods in all namespaces: {exc.reason}"
+            return
+        items = data.get("items")
+        pods = normalize_items("pods", items if isinstance(items, list) else [], [])
+        counts: dict[str, int] = {}
+        for pod in selection.select_pods(pods, self.opts.selector):
+            other = str(meta(pod).get("namespace") or "")
+            if other and other != ns:
+                counts[other] = counts.get(other, 0) + 1
+        snap.vllm_elsewhere = counts
+
+    def _not_found(self, ns: str) -> str:
+        context = f" in context {self.conn.context!r}" if self.conn.context else ""
+        message = f"namespace {ns!r} not found{context}"
+        try:
+            data = self.reader.get_json("/api/v1/namespaces")
+        except ReadError:
+            return message  # not allowed to list them: no names to offer
+        items = data.get("items")
+        names = sorted(str(meta(o).get("name")) for o in (items if isinstance(items, list)
+                                                          else []) if isinstance(o, dict))
+        close = difflib.get_close_matches(ns, names, n=3, cutoff=0.6)
+        if close:
+            return f"{message}; did you mean {', '.join(close)}?"
+        shown = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12
+                                         else "")
+        return f"{message}; namespaces: {shown}" if names else message
 
     @contextmanager
     def reading(self, snap: Snapshot) -> Iterator[Iterator[Obj]]:

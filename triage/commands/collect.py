@@ -14,6 +14,7 @@ from triage.commands.common import (
     DebugOpt,
     KubeconfigOpt,
     NamespaceOpt,
+    Output,
     PromCaOpt,
     PrometheusArgs,
     PrometheusOpt,
@@ -33,8 +34,12 @@ from triage.commands.common import (
 
 
 def collect(
-    output: Annotated[Path, typer.Option("-o", "--output", help="Bundle file to write "
-                                         "(.tar.gz).")],
+    output_file: Annotated[Path | None, typer.Option(
+        "--output-file", metavar="FILE", help="Bundle file to write (default: "
+        "vllm-triage-NAMESPACE-TIME.tar.gz in the current directory).")] = None,
+    output: Annotated[str | None, typer.Option(
+        "-o", "--output", metavar="FILE", hidden=True,
+        help="Older spelling of --output-file; a report format there is an error.")] = None,
     namespace: NamespaceOpt = None,
     all_namespaces: AllNsOpt = False,
     kubeconfig: KubeconfigOpt = None,
@@ -58,13 +63,33 @@ def collect(
                           prometheus_password, prometheus_ca_file,
                           prometheus_insecure_skip_tls_verify)
     with guard(debug):
+        path = _bundle_path(output_file, output)
         with progress() as tick:
             snap = live_collector(namespace, all_namespaces, kubeconfig, context, selector,
                                   request_timeout, tail_lines, tick, prom).collect()
+        target = path or Path(_default_name(snap.namespace, snap.collected_at))
         try:
-            bundle.write(snap, output)
+            bundle.write(snap, target)
         except OSError as exc:
-            raise InputError(f"cannot write {output}: {exc.strerror or exc}") from None
+            raise InputError(f"cannot write {target}: {exc.strerror or exc}") from None
         failures = len(snap.failures)
-        say(f"bundle written to {output}"
+        say(f"bundle written to {target}"
             + (f" ({failures} read(s) failed, listed inside)" if failures else ""))
+
+
+def _bundle_path(output_file: Path | None, output: str | None) -> Path | None:
+    """--output-file, or the older -o FILE; -o json is a report format, not a file name
+    (collect writes a bundle; scan and analyze write reports)."""
+    if output is not None and output.strip().lower() in {o.value for o in Output}:
+        raise InputError(f"collect writes a bundle, not a report: -o {output} is a report "
+                         "format; name the bundle with --output-file FILE, or run analyze "
+                         f"on the bundle with -o {output}")
+    if output is not None and output_file is not None:
+        raise InputError("give the bundle path once, with --output-file")
+    return output_file or (Path(output) if output else None)
+
+
+def _default_name(namespace: str | None, collected_at: str) -> str:
+    """vllm-triage-llm-20261128T031209Z.tar.gz: sorts by time, says what it holds."""
+    stamp = "".join(ch for ch in collected_at if ch.isalnum()) or "now"
+    return f"vllm-triage-{namespace or 'all-namespaces'}-{stamp}.tar.gz"

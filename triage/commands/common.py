@@ -9,6 +9,7 @@ cluster cannot be reached or refuses the credentials.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 import traceback
@@ -66,7 +67,7 @@ def parse_duration(text: str) -> float:
     """kubectl's --request-timeout: '0' (no limit), '30', '30s', '1m', '1m30s'."""
     m = _DURATION.match(text.strip())
     if not text.strip() or not m:
-        raise typer.BadParameter(f"{text!r} is not a duration such as 30s, 1m or 0")
+        raise InputError(f"--request-timeout {text!r} is not a duration such as 30s, 1m or 0")
     hours, minutes, seconds = (float(g) if g else 0.0 for g in m.groups())
     total = hours * 3600 + minutes * 60 + seconds
     return total if total > 0 else 3600.0  # "0" means no limit; an hour is our ceiling
@@ -96,13 +97,23 @@ def guard(debug: bool) -> Iterator[None]:
     except Exception as exc:
         if debug:
             traceback.print_exc()
-        fail(f"unexpected {exc.__class__.__name__}: {exc} (rerun with --debug for details)",
-              EXIT_USAGE)
+        fail(f"internal error: {exc or 'no message'} (rerun with --debug for the details)",
+             EXIT_USAGE)
 
 
-def emit(report: Report, output: Output, output_file: Path | None,
+def terminal_width() -> int | None:
+    """The width the table is drawn to: COLUMNS, else the terminal's; None for a pipe."""
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    if sys.stdout.isatty():
+        return shutil.get_terminal_size((120, 24)).columns
+    return None
+
+
+def emit(report: Report, output: Output, output_file: Path | None, quiet: bool = False,
          fix_dir: Path | None = None) -> None:
-    from triage.report import writers
+    from triage.report import table, writers
 
     if fix_dir is not None:
         from triage.report import fixdir
@@ -115,6 +126,7 @@ def emit(report: Report, output: Output, output_file: Path | None,
             f"no patch to write to {fix_dir}: no finding has a computed patch")
 
     render = writers()
+    render["table"] = lambda r, color: table.render(r, color, width=terminal_width())
     if output.value not in render:
         fail(f"output format {output.value!r} is not available in this build", EXIT_USAGE)
     if output_file is not None:
@@ -123,6 +135,8 @@ def emit(report: Report, output: Output, output_file: Path | None,
             write_atomically(output_file, text.encode("utf-8"))
         except OSError as exc:
             fail(f"cannot write {output_file}: {exc.strerror or exc}", EXIT_USAGE)
+        if quiet:
+            return
         say(f"report written to {output_file}")
         sys.stdout.write(render["table"](report, use_color()))
     else:
@@ -177,13 +191,16 @@ def progress() -> Iterator[Callable[[str], None]]:
         yield lambda msg: status.update(f"collecting: {sanitize(msg)}")
 
 
+# Metavars as kubectl writes them (NAMESPACE, FILE, DURATION), never Python types.
 NamespaceOpt = Annotated[str | None, typer.Option(
-    "-n", "--namespace", help="Namespace to scan (default: the kubeconfig context's).")]
+    "-n", "--namespace", metavar="NAMESPACE",
+    help="Namespace to scan (default: the kubeconfig context's).")]
 AllNsOpt = Annotated[bool, typer.Option("-A", "--all-namespaces", help="Scan every namespace.")]
 KubeconfigOpt = Annotated[str | None, typer.Option(
-    "--kubeconfig", help="Path to the kubeconfig file (default: $KUBECONFIG, ~/.kube/config, "
-    "or the in-cluster service account).")]
-ContextOpt = Annotated[str | None, typer.Option("--context", help="Kubeconfig context to use.")]
+    "--kubeconfig", metavar="FILE", help="Path to the kubeconfig file (default: $KUBECONFIG, "
+    "~/.kube/config, or the in-cluster service account).")]
+ContextOpt = Annotated[str | None, typer.Option(
+    "--context", metavar="CONTEXT", help="Kubeconfig context to use.")]
 ContextsOpt = Annotated[list[str] | None, typer.Option(
     "--context", metavar="CONTEXT", help="Kubeconfig context to use; repeat it to read "
     "several clusters in parallel (one section, or one triage loop, per cluster).")]
@@ -191,43 +208,80 @@ AllContextsOpt = Annotated[bool, typer.Option(
     "--all-contexts", help="Every context of the kubeconfig (one section, or one triage "
     "loop, per cluster).")]
 SelectorOpt = Annotated[str | None, typer.Option(
-    "-l", "--selector", help="Label selector for the vLLM pods (e.g. app=vllm); selected pods "
-    "are triaged even when their image does not name vLLM.")]
+    "-l", "--selector", metavar="SELECTOR", help="Label selector for the vLLM pods (e.g. "
+    "app=vllm); selected pods are triaged even when their image does not name vLLM.")]
 TimeoutOpt = Annotated[str, typer.Option(
-    "--request-timeout", help="Wall-time limit of each API request, answer included "
-    "(30s, 1m; 0 for an hour).")]
+    "--request-timeout", metavar="DURATION", help="Wall-time limit of each API request, answer "
+    "included (30s, 1m; 0 for an hour).")]
+MAX_TAIL_LINES = 200000
 TailOpt = Annotated[int, typer.Option(
-    "--tail-lines", min=1, max=200000, help="Log lines read per container log.")]
+    "--tail-lines", metavar="N", help=f"Log lines read per container log (1 to "
+    f"{MAX_TAIL_LINES}).")]
 PatternsOpt = Annotated[list[Path] | None, typer.Option(
-    "--patterns", help="Extra directory of pattern files (repeatable); a file with the id of a "
-    "built-in pattern replaces it.")]
+    "--patterns", metavar="DIR", help="Extra directory of pattern files (repeatable); a file "
+    "with the id of a built-in pattern replaces it.")]
+FORMATS = ", ".join(o.value for o in Output)
+OutputOpt = Annotated[str, typer.Option(
+    "-o", "--output", metavar="FORMAT", help=f"Report format: {FORMATS}.",
+    autocompletion=lambda: [o.value for o in Output])]
+QuietOpt = Annotated[bool, typer.Option(
+    "-q", "--quiet", help="With --output-file: print nothing but errors (no table).")]
+FailOnOpt = Annotated[str, typer.Option(
+    "--fail-on", metavar="LEVEL", help="What exits 1: critical (a failing step or a critical "
+    "finding) or warning (also a step to review, a warning finding).",
+    autocompletion=lambda: ["critical", "warning"])]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks on internal errors.")]
 PrometheusOpt = Annotated[str | None, typer.Option(
     "--prometheus", metavar="URL|auto", help="Also ask this Prometheus (http(s)://host:port) "
     "about latency, the queue and the GPUs over --since; 'auto' finds a Prometheus Service in "
     "the cluster and asks it through the API server's service proxy.")]
 SinceOpt = Annotated[str, typer.Option(
-    "--since", help="The window Prometheus is asked about, ending now (30m, 2h, 1h30m).")]
+    "--since", metavar="DURATION",
+    help="The window Prometheus is asked about, ending now (30m, 2h, 1h30m).")]
 PromTokenOpt = Annotated[str | None, typer.Option(
-    "--prometheus-token", envvar="VLLM_TRIAGE_PROMETHEUS_TOKEN", show_envvar=True,
+    "--prometheus-token", metavar="TOKEN", envvar="VLLM_TRIAGE_PROMETHEUS_TOKEN",
+    show_envvar=True,
     help="Bearer token for --prometheus URL.")]
 PromUserOpt = Annotated[str | None, typer.Option(
-    "--prometheus-user", envvar="VLLM_TRIAGE_PROMETHEUS_USER", show_envvar=True,
+    "--prometheus-user", metavar="USER", envvar="VLLM_TRIAGE_PROMETHEUS_USER", show_envvar=True,
     help="Basic-auth user for --prometheus URL.")]
 PromPasswordOpt = Annotated[str | None, typer.Option(
-    "--prometheus-password", envvar="VLLM_TRIAGE_PROMETHEUS_PASSWORD", show_envvar=True,
+    "--prometheus-password", metavar="PASSWORD", envvar="VLLM_TRIAGE_PROMETHEUS_PASSWORD",
+    show_envvar=True,
     help="Basic-auth password for --prometheus URL (prefer the environment variable).")]
 PromCaOpt = Annotated[Path | None, typer.Option(
-    "--prometheus-ca-file", help="CA bundle that signed --prometheus URL's certificate.")]
+    "--prometheus-ca-file", metavar="FILE",
+    help="CA bundle that signed --prometheus URL's certificate.")]
 PromInsecureOpt = Annotated[bool, typer.Option(
     "--prometheus-insecure-skip-tls-verify",
     help="Do not check --prometheus URL's certificate (like kubectl's "
     "--insecure-skip-tls-verify).")]
 OutputFileOpt = Annotated[Path | None, typer.Option(
-    "--output-file", help="Write the report to this file (the terminal still gets the table).")]
+    "--output-file", metavar="FILE", help="Write the report to this file (the terminal still "
+    "gets the table, unless --quiet).")]
 FixDirOpt = Annotated[Path | None, typer.Option(
     "--fix-dir", metavar="DIR", help="Write one reviewable patch file per workload into DIR, "
     "with the kubectl patch / kubectl diff commands for it (never applied by vllm-triage).")]
+
+
+def report_format(text: str) -> Output:
+    """-o: one of the report formats, said in one sentence when it is not."""
+    try:
+        return Output(text.strip().lower())
+    except ValueError:
+        raise InputError(f"-o {text!r} is not a report format; use one of {FORMATS}") from None
+
+
+def check_report_flags(output_file: Path | None, quiet: bool, fail_on: str) -> None:
+    if quiet and output_file is None:
+        raise InputError("--quiet needs --output-file: the report has to go somewhere")
+    if fail_on not in ("critical", "warning"):
+        raise InputError(f"--fail-on {fail_on!r} must be critical or warning")
+
+
+def check_tail_lines(tail_lines: int) -> None:
+    if not 1 <= tail_lines <= MAX_TAIL_LINES:
+        raise InputError(f"--tail-lines {tail_lines} must be between 1 and {MAX_TAIL_LINES}")
 
 
 def parse_window(text: str) -> float:
@@ -279,6 +333,7 @@ def live_collector(namespace: str | None, all_namespaces: bool, kubeconfig: str 
     from triage.collect.live import LiveCollector, Options, connect
 
     timeout = parse_duration(request_timeout)
+    check_tail_lines(tail_lines)
     prom = prometheus_options(prometheus or PrometheusArgs(), timeout)
     conn = connect(kubeconfig, context, timeout)
     opts = Options(namespace=namespace or conn.default_namespace, all_namespaces=all_namespaces,

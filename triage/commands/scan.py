@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
 
 import typer
 
@@ -15,11 +14,13 @@ from triage.commands.common import (
     AllNsOpt,
     ContextsOpt,
     DebugOpt,
+    FailOnOpt,
     FixDirOpt,
     KubeconfigOpt,
     NamespaceOpt,
     Output,
     OutputFileOpt,
+    OutputOpt,
     PatternsOpt,
     PromCaOpt,
     PrometheusArgs,
@@ -28,15 +29,18 @@ from triage.commands.common import (
     PromPasswordOpt,
     PromTokenOpt,
     PromUserOpt,
+    QuietOpt,
     SelectorOpt,
     SinceOpt,
     TailOpt,
     TimeoutOpt,
+    check_report_flags,
     emit,
     fail,
     guard,
     live_collector,
     progress,
+    report_format,
     say,
     use_color,
     write_atomically,
@@ -50,9 +54,11 @@ def scan(
     context: ContextsOpt = None,
     all_contexts: AllContextsOpt = False,
     selector: SelectorOpt = None,
-    output: Annotated[Output, typer.Option("-o", "--output", help="Report format.")] = Output.table,
+    output: OutputOpt = "table",
     output_file: OutputFileOpt = None,
     fix_dir: FixDirOpt = None,
+    quiet: QuietOpt = False,
+    fail_on: FailOnOpt = "critical",
     request_timeout: TimeoutOpt = "30s",
     tail_lines: TailOpt = 3000,
     patterns: PatternsOpt = None,
@@ -69,10 +75,13 @@ def scan(
     prom = PrometheusArgs(prometheus, since, prometheus_token, prometheus_user,
                           prometheus_password, prometheus_ca_file,
                           prometheus_insecure_skip_tls_verify)
+    with guard(debug):
+        fmt = report_format(output)
+        check_report_flags(output_file, quiet, fail_on)
     contexts = list(dict.fromkeys(context or []))
     if all_contexts or len(contexts) > 1:
         scan_clusters(contexts, all_contexts, namespace, all_namespaces, kubeconfig, selector,
-                      output, output_file, request_timeout, tail_lines, patterns, prom, debug)
+                      fmt, output_file, request_timeout, tail_lines, patterns, prom, debug)
     with guard(debug):
         with progress() as tick:
             collector = live_collector(namespace, all_namespaces, kubeconfig,
@@ -85,8 +94,8 @@ def scan(
                 from triage import pipeline
 
                 report = pipeline.analyze(snap, list(patterns or []), arrivals)
-        emit(report, output, output_file, fix_dir)
-    raise typer.Exit(pipeline.exit_code(report))
+        emit(report, fmt, output_file, quiet, fix_dir)
+    raise typer.Exit(pipeline.exit_code(report, fail_on))
 
 
 def scan_clusters(contexts: list[str], all_contexts: bool, namespace: str | None,

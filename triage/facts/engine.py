@@ -165,8 +165,111 @@ def kv_cache_tokens(ctx: ContainerContext) -> Measured:
                                     f"{rep.gpu_blocks:,} GPU blocks x block size {block} ({label} "
                                     f"({ctx.name}) line {line.number if line else '?'}: "
                                     f"{line.message.strip() if line else ''})")
+    config = ctx.metrics.cache_config if ctx.metrics is not None else {}
+    blocks, size = _int(config.get("num_gpu_blocks")), _int(config.get("block_size"))
+    if blocks and size:
+        # vllm:cache_config_info on /metrics says the same when the logs do not reach back
+        # to the start-up lines (a long-running server, a tail of the log).
+        return Measured(blocks * size, f"vLLM's KV cache holds {blocks * size:,} tokens: "
+                                       f"num_gpu_blocks {blocks:,} x block_size {size} "
+                                       "(vllm:cache_config_info on /metrics)")
     _logs_complete(ctx)
     return Measured(None, f"container {ctx.name}: no KV cache size line in the logs read")
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return int(float(text)) if text not in (None, "", "None") else None
+    except (TypeError, ValueError):
+        return None
+
+
+# vLLM's periodic stats line, every 10 s while it serves: V1 "Engine 000: Avg prompt
+# throughput: ..., Running: 118 reqs, Waiting: 23 reqs, GPU KV cache usage: 99.8%, ..."
+# (v1/metrics/loggers.py; 0.33 may add "Deferred: N reqs, Preemptions: N," before the KV
+# usage), V0 "... Running: 6 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage:
+# 7.2%, CPU KV cache usage: 0.0%." (engine/metrics.py).
+STATS_LINES_KEPT = 12  # two minutes of them
+_STATS_LOG = LOG_QUERIES.add(Query(regex.compile(
+    r"(?:\bEngine (\d+): )?Avg prompt throughput: [\d.]+ tokens/s, Avg generation "
+    r"throughput: [\d.]+ tokens/s, Running: (\d+) reqs, (?:Swapped: \d+ reqs, Pending|Waiting): "
+    r"(\d+) reqs,(?: [A-Za-z ]+: [\d.]+(?: reqs)?,)*? GPU KV cache usage: ([\d.]+)%")),
+    STATS_LINES_KEPT)
+
+
+def _recent_stats(ctx: ContainerContext) -> tuple[list[tuple[float, float, float]], str] | None:
+    """(running, waiting, KV usage) per stats tick of the running server's log, the last
+    two minutes of them (engines of one tick summed), and where they come from."""
+    index = ctx.log(CURRENT)
+    if index is None:
+        return None
+    hits = list(index.result(_STATS_LOG, STATS_LINES_KEPT).last)
+    if not hits:
+        return None
+    ticks: dict[str, list[float]] = {}
+    for hit in hits:
+        stamp = _stamp_of(hit.line.raw)
+        running, waiting, usage = (float(str(g)) for g in hit.groups[2:5])
+        tick = ticks.setdefault(stamp or str(hit.line.number), [0.0, 0.0, 0.0])
+        tick[0] += running
+        tick[1] += waiting
+        tick[2] = max(tick[2], usage / 100)
+    first, last = hits[0].line, hits[-1].line
+    when = ""
+    a, b = _stamp_of(first.raw), _stamp_of(last.raw)
+    if a and b:
+        when = f", {a} to {b}" if a != b else f", {a}"
+    source = (f"vLLM's stats log lines, the last {len(ticks)} (log ({ctx.name}) lines "
+              f"{first.number}-{last.number}{when})")
+    return [(t[0], t[1], t[2]) for t in ticks.values()], source
+
+
+_STAMP = regex.compile(r"\b(\d\d-\d\d \d\d:\d\d:\d\d)\b")
+
+
+def _stamp_of(raw: str) -> str | None:
+    """vLLM's 'MM-DD hh:mm:ss' on a log line."""
+    m = _STAMP.search(raw)
+    return m.group(1) if m else None
+
+
+def _recent(ctx: ContainerContext, i: int, what: str, as_percent: bool = False) -> Measured:
+    stats = _recent_stats(ctx)
+    if stats is None:
+        if ctx.log(CURRENT) is None and ctx.logs_unread():
+            raise Unmeasurable(ctx.logs_unread()[0])
+        return Measured(None, f"container {ctx.name}: no vLLM stats line in the current log "
+                              "(vLLM prints one every 10 s only while it serves)")
+    ticks, source = stats
+    values = [t[i] for t in ticks]
+    peak, latest = max(values), values[-1]
+
+    def shown(v: float) -> str:
+        return f"{100 * v:.1f}%" if as_percent else f"{v:g}"
+
+    return Measured(peak, f"{what} {shown(latest)} at the last tick, at most {shown(peak)} "
+                          f"({source})")
+
+
+@fact("recent_requests_waiting", unit="requests", scope="container",
+      doc="requests waiting for a slot, the most in vLLM's last two minutes of periodic stats "
+          "lines ('Waiting: N reqs', V0 'Pending: N reqs'); the queue now, without Prometheus")
+def recent_requests_waiting(ctx: ContainerContext) -> Measured:
+    return _recent(ctx, 1, "requests waiting")
+
+
+@fact("recent_requests_running", unit="requests", scope="container",
+      doc="requests in the running batch, the most in vLLM's last two minutes of periodic "
+          "stats lines ('Running: N reqs')")
+def recent_requests_running(ctx: ContainerContext) -> Measured:
+    return _recent(ctx, 0, "requests running")
+
+
+@fact("recent_kv_cache_usage", unit="fraction", scope="container",
+      doc="GPU KV cache usage (1 = full), the highest in vLLM's last two minutes of periodic "
+          "stats lines ('GPU KV cache usage: 99.8%')")
+def recent_kv_cache_usage(ctx: ContainerContext) -> Measured:
+    return _recent(ctx, 2, "KV cache usage", as_percent=True)
 
 
 @fact("max_concurrency", unit="x", scope="container",

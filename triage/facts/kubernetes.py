@@ -154,7 +154,8 @@ def image_pull_seconds(ctx: ContainerContext) -> Measured:
             if took is None:
                 continue
             when = ev.get("lastTimestamp") or ev.get("eventTime") or ""
-            detail = f"kubelet event Pulled ({when}): {message}"
+            # The kubelet's whole sentence (sizes, "including waiting") is noise per pod.
+            detail = f"kubelet Pulled event {when}".rstrip()
             if longest is None or took > longest[0]:
                 longest = (took, detail)
             continue

@@ -87,8 +87,13 @@ _BAR = regex.compile(r"\|[\u2580-\u259f ]+\|")  # a tqdm progress bar
 
 
 def _short(text: str, limit: int = 140) -> str:
+    """One line of at most ``limit`` characters, cut at a word with an ellipsis."""
     flat = " ".join(_BAR.sub("|", text).split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+    if len(flat) <= limit:
+        return flat
+    head = flat[:limit - 1]
+    space = head.rfind(" ")
+    return (head[:space] if space >= limit // 2 else head).rstrip(" ,;:") + "…"
 
 
 def _run_starts(ctx: ContainerContext) -> dict[str, datetime | None]:

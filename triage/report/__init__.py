@@ -18,6 +18,7 @@ from triage import __version__, patches, workload
 from triage.facts import timeline
 from triage.redact import redact_text
 from triage.results import (
+    BesideFinding,
     Card,
     Finding,
     Patch,
@@ -61,6 +62,7 @@ def build(snapshot: Snapshot, pods: list[PodDiagnosis], steps: list[StepResult],
     cards = _cards(snapshot, results)
     failing = any(s.verdict is Verdict.FAIL for s in steps) or any(
         f.severity is Severity.CRITICAL for p in results for f in p.findings)
+    beside = _beside(results)
     report = Report(
         tool_version=__version__,
         generated_at=snapshot.collected_at,
@@ -68,7 +70,7 @@ def build(snapshot: Snapshot, pods: list[PodDiagnosis], steps: list[StepResult],
         namespace=snapshot.namespace,
         selector=snapshot.selector,
         verdict=_overall(failing, steps),
-        summary=_summary(results, steps),
+        summary=_summary(results, steps, snapshot),
         pods=results,
         checklist=tuple(steps),
         unreadable=tuple(Unreadable(f.what, f.reason) for f in snapshot.failures),
@@ -78,6 +80,7 @@ def build(snapshot: Snapshot, pods: list[PodDiagnosis], steps: list[StepResult],
             snapshot.prometheus.end),
         cards=cards,
         patches=_workload_patches(snapshot, pods, cards),
+        beside=beside,
     )
     # Every string, whatever field of the cluster it came from, is made safe
     # for a terminal first (an escape sequence could hide a credential from
@@ -258,24 +261,59 @@ def _clean(text: str) -> str:
     return redact_text(sanitize(text))
 
 
-def _summary(pods: tuple[PodResult, ...], steps: list[StepResult]) -> str:
-    if not pods:
-        return "no vLLM server pods found"
-    ids: list[str] = []
+def _beside(pods: tuple[PodResult, ...]) -> tuple[BesideFinding, ...]:
+    """The findings that are not what their step asks about, one row per (step, id),
+    naming the pods; the worst form (critical before its warning) decides the row."""
+    rows: dict[tuple[int, str], list[tuple[Finding, str]]] = {}
     for p in pods:
         for f in p.findings:
-            if f.severity is Severity.CRITICAL and f.id not in ids:
-                ids.append(f.id)
-    failing = [str(s.step) for s in steps if s.verdict is Verdict.FAIL]
-    if ids:
-        return (f"{len(pods)} vLLM pod(s); critical: {', '.join(ids)}; failing steps: "
-                f"{', '.join(failing) or 'none'}")
-    warn = [str(s.step) for s in steps if s.verdict is Verdict.WARN]
+            if not f.answers_step:
+                rows.setdefault((f.step, f.id), []).append((f, f"{p.namespace}/{p.name}"))
+    out = []
+    for (step, fid), hits in sorted(rows.items()):
+        worst = min((f for f, _ in hits), key=lambda f: f.severity.rank)
+        out.append(BesideFinding(step=step, id=fid, severity=worst.severity,
+                                 verdict=worst.verdict or Verdict.WARN, title=worst.title,
+                                 pods=tuple(dict.fromkeys(where for _, where in hits)),
+                                 remediation=worst.remediation))
+    return tuple(out)
+
+
+def _summary(pods: tuple[PodResult, ...], steps: list[StepResult], snapshot: Snapshot) -> str:
+    """The headline: what fails, by name (finding ids), then what to review and what could
+    not be judged, by step."""
+    if not pods:
+        return _no_pods(snapshot)
+    failing: list[str] = []
+    review: list[str] = []
+    for p in pods:
+        for f in p.findings:
+            verdict = f.verdict if not f.fallback else f.severity.verdict
+            if verdict is Verdict.FAIL and f.id not in failing:
+                failing.append(f.id)
+            elif verdict is Verdict.WARN and f.id not in review:
+                review.append(f.id)
+    review = [r for r in review if r not in failing]
     unknown = [str(s.step) for s in steps if s.verdict is Verdict.UNKNOWN]
-    return (f"{len(pods)} vLLM pod(s); no critical finding"
-            + (f"; failing steps: {', '.join(failing)}" if failing else "")
-            + (f"; steps to review: {', '.join(warn)}" if warn else "")
-            + (f"; steps that could not be judged: {', '.join(unknown)}" if unknown else ""))
+    parts = [f"{len(pods)} vLLM pod(s)"]
+    parts.append(f"failing: {', '.join(failing)}" if failing else "nothing failing")
+    if review:
+        parts.append(f"to review: {', '.join(review)}")
+    if unknown:
+        parts.append(f"steps that could not be judged: {', '.join(unknown)}")
+    return "; ".join(parts)
+
+
+def _no_pods(snapshot: Snapshot) -> str:
+    """The headline of a scan that found no vLLM pod: where they are instead, when known."""
+    where = f"in namespace {snapshot.namespace}" if snapshot.namespace else "in any namespace"
+    head = f"no vLLM server pods {where}"
+    if snapshot.vllm_elsewhere:
+        return (head + "; vLLM pods run in: " + ", ".join(
+            f"{ns} ({n})" for ns, n in sorted(snapshot.vllm_elsewhere.items())))
+    if snapshot.elsewhere_unknown:
+        return head + f"; could not look in other namespaces ({snapshot.elsewhere_unknown})"
+    return head
 
 
 def _overall(failing: bool, steps: list[StepResult]) -> Verdict:

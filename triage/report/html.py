@@ -12,7 +12,8 @@ from html import escape
 
 from triage.report import svg
 from triage.report.markdown import utc
-from triage.results import PodResult, Report, StepResult
+from triage.report.shown import beside_of, pods_label
+from triage.results import PodResult, Report
 from triage.snapshot import format_window
 
 CSS = """
@@ -136,7 +137,7 @@ def render(report: Report, color: bool = False) -> str:
     ]
     parts += _cards(report)
     parts += _pods(report.pods)
-    parts += _checklist(report.checklist)
+    parts += _checklist(report)
     if report.unreadable:
         parts.append("<h2>Could not read</h2><ul>")
         parts += [f"<li>{e(u.what)}: {e(u.reason)}</li>" for u in report.unreadable]
@@ -217,7 +218,8 @@ def _visuals(pod: PodResult) -> list[str]:
             *drawn, "</section>"]
 
 
-def _checklist(steps: tuple[StepResult, ...]) -> list[str]:
+def _checklist(report: Report) -> list[str]:
+    steps = report.checklist
     out = ["<h2>10-step checklist</h2>",
            '<table class="checklist"><thead><tr><th>#</th><th>Step</th><th>Verdict</th>'
            "<th>Evidence</th></tr>"
@@ -232,6 +234,11 @@ def _checklist(steps: tuple[StepResult, ...]) -> list[str]:
         row_class = f' class="row-{verdict}"' if verdict in ("fail", "warn") else ""
         out.append(f"<tr{row_class}><td class=\"num\">{e(s.step)}</td><td>{e(s.title)}"
                    f"</td><td>{_verdict(verdict)}</td><td>{first}</td></tr>")
+        for b in beside_of(report, s.step):
+            mark = b.verdict.value
+            out.append(f'<tr class="row-{e(mark)} beside"><td class="num">&#8627;</td><td>'
+                       f"<code>{e(b.id)}</code> {e(b.title)} (beside step {e(s.step)})</td>"
+                       f"<td>{_verdict(mark)}</td><td>on {e(pods_label(b.pods))}</td></tr>")
     out.append("</tbody></table>")
     out.append("<h2>Evidence</h2>")
     for s in steps:

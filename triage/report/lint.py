@@ -152,7 +152,7 @@ def build(manifests: Manifests, diagnoses: list[PodDiagnosis], patterns: tuple[P
                 file=where.file if where is not None else holder.file,
                 line=where.line if where is not None else holder.line,
                 column=where.column if where is not None else holder.column,
-                object=holder.label, path=path, message=_message(f), fix=f.remediation,
+                object=holder.label, path=path, message=_message(f), fix=_fix(f),
                 title=f.title, step=f.step, workload=workload.source.label,
                 exact=where.exact if where is not None else holder.exact)
             key = (item.id, item.workload, item.file, item.line, item.column, item.path)
@@ -213,6 +213,14 @@ def _place(manifests: Manifests, f: Finding, source: ManifestObject
                                          for w in manifests.workloads):
         return best, source
     return best, manifests.object_at(best) or source
+
+
+def _fix(f: Finding) -> str:
+    """The fix computed from the facts where the finding has one (a pattern's fix
+    template, issue 14), else the pattern's remediation."""
+    computed = getattr(f, "fix", None)
+    text = getattr(computed, "text", None)
+    return str(text) if text else f.remediation
 
 
 def _message(f: Finding) -> str:

@@ -59,7 +59,7 @@ def text(report: LintReport, color: bool = False, explain: bool = False) -> str:
 def _explain(report: LintReport) -> list[str]:
     out = ["", "Patterns that applied to the manifests:"]
     out += [f"  {p.id:28} {p.reason}" for p in report.patterns if p.applied] or ["  none"]
-    out += ["", "Patterns not applicable to a manifest (they need a running pod):"]
+    out += ["", "Patterns a manifest cannot decide (they need a running pod):"]
     out += [f"  {p.id:28} {p.reason}" for p in report.patterns if not p.applied] or ["  none"]
     out += ["", "Suppressed:"]
     out += [f"  {s.file}:{s.line}: {s.id} on {s.object} (by {s.by})"

@@ -1,9 +1,12 @@
 """Markdown writer: a report to paste into a GitHub or GitLab issue.
 
 A one-line verdict, the cards (what broke, the proof, the fix with its number,
-the patch), one table row per pod, the checklist as a table, the
-evidence of every failing or warning step in fenced blocks, and a footer
-naming the cluster context, namespace, time (UTC) and version.
+the patch), one table row per pod, each finding with the lines that
+prove it (the rest of its evidence, the checklist evidence and the timeline
+in collapsed ``<details>``), the checklist as a table, and a footer naming the
+cluster context, namespace, time (UTC) and version. No evidence line appears
+twice; code blocks wrap long lines visibly (a marked continuation) instead of
+scrolling sideways.
 Everything that came from the cluster is escaped: table cells cannot break
 out of their row, and fenced blocks use a fence longer than any run of
 backticks inside them, so a log line holding ``` cannot end the block.
@@ -11,9 +14,12 @@ backticks inside them, so a log line holding ``` cannot end the block.
 
 from __future__ import annotations
 
+import html
 import re
+import textwrap
 
-from triage.results import PodResult, Report, Verdict
+from triage.report.shown import beside_of, blocks, pick, pods_label, step_lines
+from triage.results import PodResult, Report
 
 VERDICT_MARK = {"pass": "✅ pass", "warn": "⚠️ warn", "fail": "❌ fail",
                 "unknown": "❔ unknown", "n/a": "⚪ n/a"}
@@ -27,6 +33,8 @@ _INLINE_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&#!])")
 _MENTION_OR_AUTOLINK = re.compile(r"@|(?<=http)(?=://)|(?<=https)(?=://)|(?<=ftp)(?=://)"
                                   r"|(?<=www)(?=\.)", re.IGNORECASE)
 _ZWSP = "&#8203;"
+IN_SIGHT = 4  # evidence lines of a finding shown open, the proving ones first
+CODE_WIDTH = 110  # a code block's lines wrap here, visibly, instead of scrolling
 
 
 def inline(text: object) -> str:
@@ -67,98 +75,17 @@ def render(report: Report, color: bool = False) -> str:
     out.append("")
     out += _cards(report)
 
-    out.append("#### Pods")
-    out.append("")
     pods = report.pods
     if pods:
-        out.append("| Pod | State | Restarts | Top finding |")
-        out.append("| --- | --- | ---: | --- |")
-        for pod in pods:
-            out.append("| " + " | ".join([
-                code(f"{pod.namespace}/{pod.name}"),
-                inline(pod.state),
-                str(pod.restarts),
-                _top_finding(pod),
-            ]) + " |")
+        out += _pods(pods)
+        out += _findings(pods)
+        out += _checklist(report)
+        out += _timelines(pods)
     else:
-        out.append("No vLLM server pods found (a container whose image or command names vLLM).")
-    out.append("")
-
-    findings = [(pod, f) for pod in pods for f in pod.findings]
-    if findings:
-        out.append("#### Findings")
+        out.append("No vLLM server pods found (a container whose image or command names "
+                   "vLLM): pass `-n` with a namespace where they run, `-A`, or `-l` to select "
+                   "pods by label.")
         out.append("")
-        for pod, f in findings:
-            where = f"{pod.namespace}/{pod.name}"
-            if f.container:
-                where += f" ({f.container})"
-            out.append(f"**{inline(SEVERITY_MARK[f.severity.value])}** "
-                       f"{code(f.id)}: {inline(f.title)} on {code(where)} "
-                       f"(step {f.step})")
-            out.append("")
-            if f.evidence:
-                # Collapsed: the failing step below shows the same lines.
-                out.append("<details><summary>evidence</summary>")
-                out.append("")
-                out.append(fenced(list(f.evidence)))
-                out.append("")
-                out.append("</details>")
-                out.append("")
-
-    timelines = [pod for pod in pods if pod.timeline]
-    if timelines:
-        out.append("#### Timeline")
-        out.append("")
-        for pod in timelines:
-            out.append(f"{code(f'{pod.namespace}/{pod.name}')} (UTC):")
-            out.append("")
-            for ev in pod.timeline:
-                when = utc(ev.at).removesuffix(" UTC")
-                if ev.until:
-                    when += f" to {utc(ev.until).removesuffix(' UTC')}"
-                out.append(f"- {code(when)} {inline(ev.label)}"
-                           + (f": {inline(ev.detail)}" if ev.detail else ""))
-            out.append("")
-        for pod in pods:
-            b = pod.gpu_budget
-            if b is None:
-                continue
-            parts = [f"card {b.total_gib:.1f} GiB"]
-            for name, value in (("weights", b.weights_gib), ("KV cache", b.kv_cache_gib),
-                                ("rest of vLLM's share", b.other_gib),
-                                ("outside vLLM's share", b.free_gib)):
-                if value is not None:
-                    parts.append(f"{name} {value:.2f} GiB")
-            if b.sequences_fit is not None:
-                parts.append(f"{b.sequences_fit:.2f} sequences of --max-model-len "
-                             f"{b.max_model_len:,} fit")
-            out.append(f"GPU memory of {code(f'{pod.namespace}/{pod.name}')}: "
-                       + inline("; ".join(parts)))
-            out.append("")
-
-    out.append("#### Checklist")
-    out.append("")
-    out.append("| # | Step | Verdict | Evidence |")
-    out.append("| ---: | --- | --- | --- |")
-    for s in report.checklist:
-        evidence = [e for e in s.evidence if not e.startswith("  ")]
-        first = inline(evidence[0]) if evidence else ""
-        more = len(s.evidence) - 1
-        if more > 0:
-            first += f" *(+{more} more)*"
-        out.append(f"| {s.step} | {inline(s.title)} | {VERDICT_MARK[s.verdict.value]} | "
-                   f"{first} |")
-    out.append("")
-
-    flagged = [s for s in report.checklist if s.verdict in (Verdict.FAIL, Verdict.WARN)]
-    if flagged:
-        out.append("#### Evidence")
-        out.append("")
-        for s in flagged:
-            out.append(f"**Step {s.step}. {inline(s.title)}: {VERDICT_MARK[s.verdict.value]}**")
-            out.append("")
-            out.append(fenced(list(s.evidence) or ["(no evidence)"]))
-            out.append("")
 
     if report.unreadable:
         out.append("#### Could not read")
@@ -223,6 +150,144 @@ def _cards(report: Report) -> list[str]:
     return out
 
 
+def _pods(pods: tuple[PodResult, ...]) -> list[str]:
+    out = ["#### Pods", "", "| Pod | State | Restarts | Top finding |",
+           "| --- | --- | ---: | --- |"]
+    for pod in pods:
+        out.append("| " + " | ".join([code(f"{pod.namespace}/{pod.name}"), inline(pod.state),
+                                      str(pod.restarts), _top_finding(pod)]) + " |")
+    out.append("")
+    return out
+
+
+def _findings(pods: tuple[PodResult, ...]) -> list[str]:
+    """Each finding with the lines that prove it in sight; the rest of its evidence in a
+    collapsed block. Every evidence line appears once in the whole comment."""
+    found = [(pod, f) for pod in pods for f in pod.findings]
+    if not found:
+        return []
+    out = ["#### Findings", ""]
+    seen: dict[str, set[str]] = {}  # pod -> evidence lines already shown (one per fact)
+    for pod, f in found:
+        where = f"{pod.namespace}/{pod.name}"
+        if f.container:
+            where += f" ({f.container})"
+        out.append(f"**{inline(SEVERITY_MARK[f.severity.value])}** "
+                   f"{code(f.id)}: {inline(f.title)} on {code(where)} "
+                   f"({'step' if f.answers_step else 'beside step'} {f.step})")
+        out.append("")
+        shown_here = seen.setdefault(f"{pod.namespace}/{pod.name}", set())
+        evidence = [e for e in dict.fromkeys(f.evidence) if e not in shown_here]
+        shown_here.update(evidence)
+        shown, _hidden = pick(evidence, IN_SIGHT)
+        rest = [e for e in evidence if e not in shown]
+        if shown:
+            out.append(fenced(_code_lines(shown)))
+            out.append("")
+        if rest:
+            out += _details(f"the rest of the evidence ({len(rest)} lines)",
+                            [fenced(_code_lines(rest))])
+    return out
+
+
+def _checklist(report: Report) -> list[str]:
+    out = ["#### Checklist", "", "| # | Step | Verdict | Evidence |",
+           "| ---: | --- | --- | --- |"]
+    full: list[str] = []
+    for s in report.checklist:
+        lines, nested = step_lines(report, s)
+        first = inline(lines[0]) if lines else ""
+        if nested and not lines[1:]:
+            first += " *(evidence under Findings)*"
+        elif lines[1:]:
+            first += f" *(+{len(lines) - 1} below)*"
+        out.append(f"| {s.step} | {inline(s.title)} | {VERDICT_MARK[s.verdict.value]} | "
+                   f"{first} |")
+        for row in beside_of(report, s.step):
+            out.append(f"| ↳ | {code(row.id)}: {inline(row.title)} (beside step {s.step}) | "
+                       f"{VERDICT_MARK[row.verdict.value]} | on {inline(pods_label(row.pods))} |")
+        if len(lines) > 1:
+            full.append(f"**Step {s.step}. {inline(s.title)}: {VERDICT_MARK[s.verdict.value]}**")
+            full.append("")
+            full.append(fenced(_code_lines(lines)))
+            full.append("")
+    out.append("")
+    if full:
+        out += _details("checklist evidence", full)
+    return out
+
+
+def _timelines(pods: tuple[PodResult, ...]) -> list[str]:
+    out: list[str] = []
+    for pod in pods:
+        body: list[str] = []
+        for ev in pod.timeline:
+            when = utc(ev.at).removesuffix(" UTC")
+            if ev.until:
+                until = utc(ev.until).removesuffix(" UTC")
+                when += " to " + (until[11:] if until[:10] == when[:10] else until)
+            body.append(f"- {code(when)} {inline(ev.label)}"
+                        + (f": {inline(ev.detail)}" if ev.detail else ""))
+        budget = _budget(pod)
+        if budget:
+            body += ["", budget]
+        if body:
+            name = html.escape(f"{pod.namespace}/{pod.name}")
+            out += _details(f"timeline of <code>{name}</code> (UTC)", body)
+    return out
+
+
+def _budget(pod: PodResult) -> str:
+    b = pod.gpu_budget
+    if b is None:
+        return ""
+    parts = [f"card {b.total_gib:.1f} GiB"]
+    for name, value in (("weights", b.weights_gib), ("KV cache", b.kv_cache_gib),
+                        ("rest of vLLM's share", b.other_gib),
+                        ("outside vLLM's share", b.free_gib)):
+        if value is not None:
+            parts.append(f"{name} {value:.2f} GiB")
+    if b.sequences_fit is not None:
+        parts.append(f"{b.sequences_fit:.2f} sequences of --max-model-len "
+                     f"{b.max_model_len:,} fit")
+    return "GPU memory: " + inline("; ".join(parts))
+
+
+def _details(summary: str, body: list[str]) -> list[str]:
+    """A collapsed block; blank lines around its Markdown so trackers render it."""
+    return [f"<details><summary>{summary}</summary>", "", *body, "", "</details>", ""]
+
+
+def _code_lines(lines: list[str]) -> list[str]:
+    """Evidence for a code block: a log's lines under its name, and every line wrapped
+    visibly at CODE_WIDTH (GitHub and GitLab scroll code blocks sideways)."""
+    out: list[str] = []
+    for block in blocks(lines):
+        if block.log:
+            out.append(f"{block.source}:")
+            for item in block.log:
+                prefix = f"{item.number:>6}{'>' if item.proving else ' '} "
+                out += _wrap(prefix, item.text)
+        elif block.source and len(block.lines) > 1:
+            out.append(f"{block.source}:")
+            for line in block.lines:
+                out += _wrap("  ", line)
+        else:
+            suffix = f" ({block.source})" if block.source else ""
+            for line in block.lines:
+                out += _wrap("", line + suffix)
+    return out
+
+
+def _wrap(prefix: str, text: str) -> list[str]:
+    """``prefix + text`` in lines of at most CODE_WIDTH, continued lines marked '↪'."""
+    room = max(40, CODE_WIDTH - len(prefix))
+    chunks = textwrap.wrap(text, room, break_long_words=True, break_on_hyphens=False,
+                           drop_whitespace=True) or [""]
+    pad = " " * max(0, len(prefix) - 2) + "↪ "
+    return [prefix + chunks[0]] + [pad + c for c in chunks[1:]]
+
+
 def _top_finding(pod: PodResult) -> str:
     findings = pod.findings
     if not findings:
@@ -235,13 +300,20 @@ def _top_finding(pod: PodResult) -> str:
 
 
 def _remediation(text: str) -> list[str]:
-    """Remediation is prose written for people: keep its lines, list items and
-    code spans, but let no HTML through."""
-    lines = []
-    for line in text.splitlines():
-        parts = re.split(r"(`+[^`]*`+)", line)
+    """Remediation is prose written for people, hard-wrapped in the pattern files: each
+    paragraph and each list item becomes one line (trackers turn a newline in a comment
+    into a line break), code spans stay, no HTML gets through."""
+    lines: list[str] = []
+    for raw in text.splitlines():
+        parts = re.split(r"(`+[^`]*`+)", raw)
         safe = "".join(p if p.startswith("`") else
                        p.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-                       for p in parts)
-        lines.append(safe.rstrip())
+                       for p in parts).rstrip()
+        item = re.match(r"^\s*(?:[-*]|\d+[.)])\s", safe)
+        if not safe.strip():
+            lines.append("")
+        elif item or not lines or not lines[-1]:
+            lines.append(safe.strip() if not item else safe.lstrip())
+        else:
+            lines[-1] += " " + safe.strip()
     return lines

@@ -1,31 +1,56 @@
-"""Terminal writer: the cards (what broke, the proof, the fix, the patch) first, then the
-pods with their evidence and timeline, the checklist."""
+"""Terminal writer: the cards first (what broke, the proof, the fix with its number, the
+patch), then the pods and their diagnosis, the checklist.
+
+It draws to the width it is given (the terminal's, or ``COLUMNS``), never
+below 80 columns: boxes are only as wide as the screen, each evidence item
+is one line where it fits (the line that proves a finding wraps rather than
+lose a word; its context lines are cut with an ellipsis), each fact is shown
+once per pod, and every "more" says where the rest is.
+"""
 
 from __future__ import annotations
 
 import io
 
-from rich.console import Console, Group
+from rich import box
+from rich.console import Console, Group, RenderableType
 from rich.markup import escape
+from rich.padding import Padding
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from triage.results import TIMELINE_KINDS, PodResult, Report, Severity, TimelineEvent
+from triage.report.shown import (
+    Block,
+    beside_of,
+    blocks,
+    pick,
+    pods_label,
+    step_lines,
+)
+from triage.results import TIMELINE_KINDS, PodResult, Report, StepResult, TimelineEvent
 
 VERDICT_STYLE = {"pass": "bold green", "warn": "bold yellow", "fail": "bold red",
                  "unknown": "bold magenta", "n/a": "dim"}
 SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
-MAX_EVIDENCE_LINES = 8
-MAX_TIMELINE_LINES = 14
 TIMELINE_STYLE = {"neutral": "dim", "progress": "", "good": "green", "warn": "yellow",
                   "fail": "red"}
+MIN_WIDTH = 80
+DEFAULT_WIDTH = 120  # not a terminal and no COLUMNS: a file or a pipe
+WIDE = 140  # from here the checklist has an evidence column of its own
+TOP_EVIDENCE = 8  # lines shown for the top finding of a pod, the proving ones always
+ALSO_EVIDENCE = 3
+STEP_EVIDENCE = 3
+MAX_TIMELINE_LINES = 14
+HEALTHY_NAMES = 12
+MORE = "-o json or -o markdown"
 
 
-def render(report: Report, color: bool = False) -> str:
+def render(report: Report, color: bool = False, width: int | None = None) -> str:
+    width = max(MIN_WIDTH, width or DEFAULT_WIDTH)
     buf = io.StringIO()
-    console = Console(file=buf, force_terminal=color, no_color=not color, width=120,
-                      highlight=False, soft_wrap=False)
+    console = Console(file=buf, force_terminal=color, no_color=not color, width=width,
+                      highlight=False, soft_wrap=False, emoji=False)
     ns = report.namespace or "all namespaces"
     head = Text()
     head.append("vllm-triage ", style="bold")
@@ -37,13 +62,33 @@ def render(report: Report, color: bool = False) -> str:
     for line in _cards(report):
         console.print(line)
 
-    for pod in report.pods:
-        console.print(_pod_panel(pod))
+    troubled = [p for p in report.pods if p.findings]
+    for pod in troubled:
+        console.print(_pod_panel(pod, width))
+    healthy = [f"{p.namespace}/{p.name}" for p in report.pods if not p.findings]
+    if healthy:
+        names = ", ".join(healthy[:HEALTHY_NAMES])
+        if len(healthy) > HEALTHY_NAMES:
+            names += f" and {len(healthy) - HEALTHY_NAMES} more ({MORE})"
+        line = Text()
+        line.append(f"no finding on {len(healthy)} pod(s): ", style="green")
+        line.append(names)
+        console.print(line)
+        console.print()
     if not report.pods:
-        console.print("No vLLM server pods found (a container whose image or command names "
-                      "vLLM). Use -l to select pods by label.")
+        console.print("The checklist needs a vLLM server pod (a container whose image or "
+                      "command names vLLM); pass -n with a namespace where they run, -A, or "
+                      "-l to select pods by label.")
+        _tail(console, report)
+        return buf.getvalue()
 
-    console.print(_checklist(report))
+    console.print(_checklist(report, width))
+    console.print()
+    _tail(console, report)
+    return buf.getvalue()
+
+
+def _tail(console: Console, report: Report) -> None:
     if report.unreadable:
         console.print(Text("Could not read", style="bold magenta"))
         for u in report.unreadable:
@@ -51,7 +96,6 @@ def render(report: Report, color: bool = False) -> str:
         console.print()
     for w in report.warnings:
         console.print(Text(f"warning: {w}", style="yellow"))
-    return buf.getvalue()
 
 
 PROOF_CHARS = 220
@@ -99,38 +143,85 @@ def _cards(report: Report) -> list[Text]:
     return out
 
 
-def _pod_panel(pod: PodResult) -> Panel:
-    findings = pod.findings
+def _pod_panel(pod: PodResult, width: int) -> Panel:
     title = Text()
     title.append(f"{pod.namespace}/{pod.name}", style="bold")
-    body: list[Text | Table] = []
-    meta = Text()
+    body: list[RenderableType] = []
+    meta = Text(overflow="fold")
     meta.append(f"state {pod.state}  restarts {pod.restarts}")
     if pod.owner:
         meta.append(f"  owner {pod.owner}")
     if pod.node:
         meta.append(f"  node {pod.node}")
     body.append(meta)
-    if not findings:
-        body.append(Text("no finding", style="green"))
-    for i, f in enumerate(findings):
+    seen: set[str] = set()  # one line per fact in the whole panel
+    for i, f in enumerate(pod.findings):
         line = Text()
         line.append("top: " if i == 0 else "also: ", style="bold" if i == 0 else "")
         line.append(f"[{f.severity}] ", style=SEVERITY_STYLE[f.severity.value])
         line.append(f"{f.id}", style="bold")
         line.append(f"  {f.title}")
         body.append(line)
-        shown = f.evidence if i == 0 else f.evidence[:3]
-        for ev in shown[:MAX_EVIDENCE_LINES]:
-            body.append(Text(f"    {ev}", style="dim" if i else "", overflow="fold"))
-        if len(shown) > MAX_EVIDENCE_LINES:
-            body.append(Text(f"    ... {len(shown) - MAX_EVIDENCE_LINES} more (see -o json)",
-                             style="dim"))
-    failing = any((f.severity in (Severity.CRITICAL, Severity.WARNING) and not f.fallback)
-                  or f.severity is Severity.CRITICAL for f in findings)
-    if failing and pod.timeline:
-        body += _timeline(pod.timeline)
+        fresh = [e for e in dict.fromkeys(f.evidence) if e not in seen]
+        seen.update(fresh)
+        shown, hidden = pick(fresh, TOP_EVIDENCE if i == 0 else ALSO_EVIDENCE)
+        body += _evidence(shown, dim=i > 0)
+        if hidden:
+            body.append(_hanging(f"… {hidden} more evidence line(s) for {f.id}: {MORE}", 4,
+                                 "dim"))
+    if pod.timeline and any(f.severity.value == "critical" or
+                            (f.severity.value == "warning" and not f.fallback)
+                            for f in pod.findings):
+        body += _timeline(pod.timeline, width - 4)
     return Panel(Group(*body), title=title, title_align="left", expand=True)
+
+
+def _hanging(line: str, indent: int, style: str = "") -> RenderableType:
+    """A line that wraps under itself, not under the margin ('- ' items under their text)."""
+    bullet = len(line) - len(line.lstrip(" ")) + (2 if line.lstrip().startswith("- ") else 0)
+    if not bullet:
+        return Padding(Text(line, style=style, overflow="fold"), (0, 0, 0, indent),
+                       expand=False)
+    grid = Table.grid(expand=False)
+    grid.add_column(width=bullet, no_wrap=True)
+    grid.add_column(ratio=1, overflow="fold")
+    grid.add_row(Text(line[:bullet], style=style), Text(line[bullet:], style=style))
+    return Padding(grid, (0, 0, 0, indent), expand=False)
+
+
+def _evidence(lines: list[str], dim: bool) -> list[RenderableType]:
+    """Evidence under a finding: a log's lines under the log's name with their numbers;
+    numbers from one source under that source."""
+    out: list[RenderableType] = []
+    style = "dim" if dim else ""
+    for block in blocks(lines):
+        out += _block(block, style)
+    return out
+
+
+def _block(block: Block, style: str) -> list[RenderableType]:
+    out: list[RenderableType] = []
+    if block.log:
+        out.append(Padding(Text(f"{block.source}:", style="dim"), (0, 0, 0, 4)))
+        grid = Table.grid(padding=(0, 1, 0, 0))
+        grid.add_column(width=10, justify="right", no_wrap=True)
+        grid.add_column(ratio=1)
+        for item in block.log:
+            number = Text(f"{item.number}{'>' if item.proving else ' '}",
+                          style="bold" if item.proving else "dim")
+            if item.proving:  # the line that proves it: every word of it
+                grid.add_row(number, Text(item.text, style=style, overflow="fold"))
+            else:
+                grid.add_row(number, Text(item.text, style="dim", no_wrap=True,
+                                          overflow="ellipsis"))
+        out.append(grid)
+        return out
+    if block.source and len(block.lines) > 1:
+        out.append(Padding(Text(f"{block.source}:", style="dim"), (0, 0, 0, 4)))
+        out += [_hanging(line, 6, style) for line in block.lines]
+        return out
+    suffix = f" ({block.source})" if block.source else ""
+    return [_hanging(f"{line}{suffix}", 4, style) for line in block.lines]
 
 
 def _clock(stamp: str, with_date: bool) -> str:
@@ -140,34 +231,110 @@ def _clock(stamp: str, with_date: bool) -> str:
     return f"{day[5:]} {time}" if with_date else time
 
 
-def _timeline(events: tuple[TimelineEvent, ...]) -> list[Text]:
-    """The pod's timeline, compact: one line per entry, the latest ones when there are many."""
-    with_date = len({e.at[:10] for e in events}) > 1
-    shown = events[-MAX_TIMELINE_LINES:]
+def _when(ev: TimelineEvent, with_date: bool) -> str:
+    """'02:31:45-03:05:11'; the date once when a range stays within a day."""
+    start = _clock(ev.at, with_date)
+    if not ev.until:
+        return start
+    same_day = ev.until[:10] == ev.at[:10]
+    return f"{start}-{_clock(ev.until, with_date and not same_day)}"
+
+
+def cut_words(text: str, room: int) -> str:
+    """``text`` in at most ``room`` cells, cut at a word boundary with an ellipsis."""
+    if len(text) <= room:
+        return text
+    head = text[:max(1, room - 1)]
+    space = head.rfind(" ")
+    if space >= room // 2:
+        head = head[:space]
+    return head.rstrip(" ,;:") + "…"
+
+
+# Rows that say least, dropped first when the timeline is too long for the window:
+# the pod object, image pulls and rollout bookkeeping, never vLLM's own milestones.
+_LOW_VALUE = ("pod", "image", "rollout")
+
+
+def _timeline(events: tuple[TimelineEvent, ...], room: int) -> list[Text]:
+    """The pod's timeline: vLLM's milestones and every failure kept, low-value rows
+    dropped first when there are too many, labels cut at a word."""
+    chosen = list(events)
+    dropped = 0
+    while len(chosen) > MAX_TIMELINE_LINES:
+        low = next((i for i, e in enumerate(chosen) if e.kind in _LOW_VALUE), None)
+        chosen.pop(0 if low is None else low)
+        dropped += 1
+    with_date = len({e.at[:10] for e in chosen}) > 1
     out = [Text("timeline (UTC):", style="bold")]
-    if len(events) > len(shown):
-        out.append(Text(f"    ... {len(events) - len(shown)} earlier (see -o html)",
-                        style="dim"))
-    for ev in shown:
-        when = _clock(ev.at, with_date)
-        if ev.until:
-            when += f"-{_clock(ev.until, with_date)}"
+    whens = [_when(ev, with_date) for ev in chosen]
+    column = max((len(w) for w in whens), default=8)
+    for ev, when in zip(chosen, whens, strict=True):
         style = TIMELINE_STYLE[TIMELINE_KINDS.get(ev.kind, "neutral")]
-        out.append(Text(f"    {when:<{28 if with_date else 18}} {ev.label}", style=style,
-                        overflow="ellipsis", no_wrap=True))
+        label = cut_words(ev.label, room - 4 - column - 1)
+        out.append(Text(f"    {when:<{column}} {label}", style=style, no_wrap=True,
+                        overflow="ellipsis"))
+    if dropped:
+        out.append(Text(f"    … {dropped} earlier or routine row(s): -o html or -o markdown",
+                        style="dim"))
     return out
 
 
-def _checklist(report: Report) -> Table:
-    table = Table(title="10-step checklist", title_justify="left", expand=True, show_lines=False)
-    table.add_column("#", justify="right", width=3)
-    table.add_column("Step", ratio=2)
-    table.add_column("Verdict", width=8)
-    table.add_column("Evidence", ratio=5, overflow="fold")
+def _step_lines(report: Report, s: StepResult) -> tuple[list[str], str]:
+    """A step's evidence as the table shows it, and where the rest is."""
+    top, nested = step_lines(report, s)
+    shown = top[:STEP_EVIDENCE]
+    more = len(top) - len(shown)
+    where = []
+    if nested:
+        where.append("the findings' evidence is in the pod panels above")
+    if more:
+        where.append(f"{more} more line(s): {MORE}")
+    return shown, "; ".join(where)
+
+
+def _checklist(report: Report, width: int) -> Table:
+    wide = width >= WIDE
+    if wide:
+        table = Table(title="10-step checklist", title_justify="left", expand=True,
+                      box=box.HEAVY_HEAD)
+        table.add_column("#", justify="right", width=2)
+        table.add_column("Step", width=min(44, width // 5))
+        table.add_column("Verdict", width=7)
+        table.add_column("Evidence", ratio=1, overflow="fold")
+    else:
+        table = Table(title="10-step checklist", title_justify="left", expand=True,
+                      box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+        table.add_column("#", justify="right", width=2)
+        table.add_column("Step and evidence", ratio=1, overflow="fold")
+        table.add_column("Verdict", width=7)
     for s in report.checklist:
-        evidence = [e for e in s.evidence if not e.startswith("  ")][:3]
-        more = len(s.evidence) - len(evidence)
-        text = "\n".join(evidence) + (f"\n(+{more} more lines)" if more > 0 else "")
-        table.add_row(str(s.step), s.title, Text(s.verdict.value,
-                      style=VERDICT_STYLE[s.verdict.value]), Text(text))
+        lines, where = _step_lines(report, s)
+        evidence = Text()
+        for i, line in enumerate(lines):
+            evidence.append(("\n" if i else "") + line)
+        if where:
+            evidence.append(("\n" if lines else "") + f"({where})", style="dim")
+        verdict = Text(s.verdict.value, style=VERDICT_STYLE[s.verdict.value])
+        if wide:
+            table.add_row(str(s.step), s.title, verdict, evidence)
+        else:
+            table.add_row(str(s.step), _under(Text(s.title, style="bold"), evidence), verdict)
+        for b in beside_of(report, s.step):
+            verdict = Text(b.verdict.value, style=VERDICT_STYLE[b.verdict.value])
+            what = Text(f"{b.title}: not a step {s.step} question, on {pods_label(b.pods)}")
+            name = Text(f"└ {b.id}", style="bold")
+            if wide:
+                table.add_row("", name, verdict, what)
+            else:
+                table.add_row("", _under(name, what), verdict)
     return table
+
+
+def _under(title: Text, evidence: Text) -> RenderableType:
+    """The narrow layout: evidence lines under the step's title, each wrapping under
+    itself."""
+    lines = [Padding(line, (0, 0, 0, 2)) for line in evidence.split("\n") if line.plain]
+    for line in lines:
+        line.renderable.stylize("dim")  # type: ignore[union-attr]
+    return Group(title, *lines)

@@ -24,6 +24,7 @@ import regex
 from triage import workload
 from triage.facts import REGISTRY, ContainerContext, Fact
 from triage.logs import LogLine, Query, QuerySet, parse_line
+from triage.metrics import describe
 from triage.results import Finding, Location, Severity, Unevaluated, Verdict
 from triage.rules import fixes
 from triage.rules.fields import dig_path
@@ -341,7 +342,7 @@ class Evaluator:
             return FALSE
         if leaf.comparison is not None and not compare(value, leaf.comparison):
             return FALSE
-        return _true(f"{ctx.metrics_source()}: {leaf.name} = {value:.4g}")
+        return _true(f"{describe(leaf.name, value)} ({ctx.metrics_source()})")
 
 
 def _merge(groups: Any) -> list[str]:
@@ -553,7 +554,8 @@ def apply(evaluator: Evaluator, pattern: Pattern, diag: PodDiagnosis) -> None:
             diag.findings.append(Finding(
                 id=pattern.id, severity=pattern.severity, title=pattern.title, step=pattern.step,
                 container=ctx.name, evidence=tuple(evidence), remediation=pattern.remediation,
-                fallback=pattern.fallback, at=outcome.at))
+                fallback=pattern.fallback, answers_step=pattern.answers_step,
+                at=outcome.at))
     diag.states[pattern.id] = _state(outcomes)
 
 
@@ -624,7 +626,8 @@ def warn_when(evaluator: Evaluator, patterns: tuple[Pattern, ...], diag: PodDiag
             diag.findings.append(Finding(
                 id=pattern.id, severity=Severity.WARNING, title=pattern.title,
                 step=pattern.step, container=ctx.name, evidence=tuple(evidence),
-                remediation=pattern.remediation, at=outcome.at))
+                remediation=pattern.remediation, answers_step=pattern.answers_step,
+                at=outcome.at))
             diag.states[pattern.id] = Truth.TRUE
             raised.add(pattern.id)
             break  # one finding per pod, as for the critical form's first container

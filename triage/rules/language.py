@@ -206,6 +206,10 @@ class Pattern:
     # How to fix it with the pod's own numbers: the first case that holds and
     # whose facts are known; else the remediation, saying what was not known.
     fix: tuple[FixCase, ...] = ()
+    # False: the finding is not what its step asks about (a port clash under
+    # step 2 "CUDA OOM"); it is shown as its own row beside that step and
+    # leaves the step's verdict to the step's own question.
+    answers_step: bool = True
 
     def finding_refs(self) -> set[str]:
         """Finding ids this pattern's conditions look at (it is evaluated after them)."""

@@ -81,7 +81,7 @@ FIX_CONTEXT = ("namespace", "pod", "container", "node", "workload", "workload_ki
                "workload_name")
 _TOP_KEYS = {
     "id", "severity", "title", "step", "remediation", "when", "summary", "show", "fallback",
-    "yields_to", "escalate", "examples", "references", "warn_when", "fix",
+    "yields_to", "escalate", "examples", "references", "warn_when", "fix", "answers_step",
 }
 _FIX_KEYS = {"when", "values", "if", "text", "patch", "commands"}
 _PATCH_KEYS = {"target", "args", "container", "pod", "spec"}
@@ -473,6 +473,9 @@ class _Reader:
         step = data.get("step")
         if not isinstance(step, int) or isinstance(step, bool) or not 1 <= step <= 10:
             raise self.fail("step", f"must be a checklist step from 1 to 10, got {step!r}")
+        answers_step = data.get("answers_step", True)
+        if not isinstance(answers_step, bool):
+            raise self.fail("answers_step", f"must be true or false, got {answers_step!r}")
         if "when" not in data:
             raise self.fail("when", "missing")
         show_raw = data.get("show", [])
@@ -514,6 +517,7 @@ class _Reader:
             source=self.source,
             warn_when=warn_when,
             fix=self.fix(data.get("fix")),
+            answers_step=answers_step,
         )
 
 

@@ -1,0 +1,142 @@
+"""What every writer shows the same way, computed once from the report: the
+findings beside each checklist step and the remedies in the order to read them."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from triage.results import BesideFinding, Report, StepResult, Verdict
+
+
+@dataclass(frozen=True)
+class Remedy:
+    heading: str  # "Step 2. CUDA out of memory in vLLM logs (GPU)" or "port-in-use: ..."
+    verdict: Verdict
+    texts: tuple[str, ...]
+
+
+def beside_of(report: Report, step: int) -> list[BesideFinding]:
+    """The rows shown beside a step: findings that are not what it asks about."""
+    return [b for b in report.beside if b.step == step]
+
+
+def pods_label(pods: tuple[str, ...], limit: int = 3) -> str:
+    """'llm/a, llm/b and 4 more pods'."""
+    shown = ", ".join(pods[:limit])
+    return shown + (f" and {len(pods) - limit} more pods" if len(pods) > limit else "")
+
+
+def remedies(report: Report) -> list[Remedy]:
+    """Failing and warning steps, each followed by the findings beside it, in step order."""
+    out: list[Remedy] = []
+    for s in report.checklist:
+        if s.verdict in (Verdict.FAIL, Verdict.WARN) and s.remediation:
+            out.append(Remedy(f"Step {s.step}. {s.title}", s.verdict, s.remediation))
+        for b in beside_of(report, s.step):
+            if b.remediation and b.verdict in (Verdict.FAIL, Verdict.WARN):
+                out.append(Remedy(f"{b.id}: {b.title}", b.verdict, (b.remediation,)))
+    return out
+
+
+# "previous log (vllm) line 47> text": the log evidence the rules write
+# (triage.rules.evaluate.log_evidence); ">" marks the line that proves the finding.
+_LOG_LINE = re.compile(r"^(previous log|log) \(([^)]*)\) line (\d+)([> ]) ?(.*)$", re.DOTALL)
+# The source a measured number names at its end, said once per block instead.
+_SOURCE = re.compile(r" \((one scrape of /metrics, since the server started|Prometheus, last "
+                     r"[^()]+|vLLM's stats log lines?[^()]*)\)$")
+
+
+@dataclass(frozen=True)
+class LogItem:
+    number: int
+    proving: bool
+    text: str
+
+
+@dataclass(frozen=True)
+class Block:
+    """Evidence lines that share a source, said once: a log (with its line numbers) or
+    where a run of measured numbers comes from; ``source`` is '' for plain lines."""
+
+    source: str
+    lines: tuple[str, ...] = ()
+    log: tuple[LogItem, ...] = ()
+
+
+def is_proving(line: str) -> bool:
+    m = _LOG_LINE.match(line)
+    return bool(m and m.group(4) == ">")
+
+
+def pick(lines: list[str], limit: int) -> tuple[list[str], int]:
+    """At most ``limit`` lines in their order, the proving log lines always among them;
+    and how many were left out."""
+    if len(lines) <= limit:
+        return lines, 0
+    keep = {i for i, line in enumerate(lines) if is_proving(line)}
+    for i in range(len(lines)):
+        if len(keep) >= limit:
+            break
+        keep.add(i)
+    chosen = [line for i, line in enumerate(lines) if i in keep]
+    return chosen, len(lines) - len(chosen)
+
+
+def blocks(lines: list[str]) -> list[Block]:
+    """Consecutive log lines of one log become one block under its name; consecutive
+    numbers from one source become one block under the source."""
+    out: list[Block] = []
+    for line in lines:
+        m = _LOG_LINE.match(line)
+        if m:
+            source = f"{m.group(1)} ({m.group(2)})"
+            item = LogItem(int(m.group(3)), m.group(4) == ">", m.group(5))
+            if out and out[-1].source == source and out[-1].log:
+                out[-1] = Block(source, log=(*out[-1].log, item))
+            else:
+                out.append(Block(source, log=(item,)))
+            continue
+        s = _SOURCE.search(line)
+        source = s.group(1) if s else ""
+        text = line[:s.start()] if s else line
+        if out and out[-1].source == source and not out[-1].log:
+            out[-1] = Block(source, lines=(*out[-1].lines, text))
+        else:
+            out.append(Block(source, lines=(text,)))
+    return out
+
+
+_FINDING_REF = re.compile(r"^(\S+/\S+): ([a-z0-9]+(?:-[a-z0-9]+)*): (.*)$")
+
+
+def step_lines(report: Report, step: StepResult) -> tuple[list[str], int]:
+    """A step's own evidence lines as shown beside its verdict, and how many lines of
+    findings' evidence it also carries (shown with the pods). A finding is named once
+    with its pods ("cuda-oom on llm/a, llm/b"), not once per pod with its title; with a
+    single pod in the report, lines do not repeat its name."""
+    titles = {f.id: f.title for p in report.pods for f in p.findings}
+    fed = any(f.step == step.step and f.answers_step for p in report.pods for f in p.findings)
+    if fed:  # indented lines are the findings' evidence, shown with the pods
+        top = [e for e in step.evidence if not e.startswith("  ")]
+        nested = len(step.evidence) - len(top)
+    else:
+        top, nested = [e.strip() for e in step.evidence], 0
+    out: list[str] = []
+    refs: dict[str, list[str]] = {}
+    for line in top:
+        m = _FINDING_REF.match(line)
+        if m and titles.get(m.group(2)) == m.group(3):
+            if m.group(2) not in refs:
+                out.append("\0" + m.group(2))
+            refs.setdefault(m.group(2), []).append(m.group(1))
+            continue
+        out.append(line)
+    out = [f"{line[1:]} on {pods_label(tuple(dict.fromkeys(refs[line[1:]])))}"
+           if line.startswith("\0") else line for line in out]
+    if len(report.pods) == 1:
+        pod = report.pods[0]
+        name = re.escape(f"{pod.namespace}/{pod.name}")
+        own = re.compile(rf"^{name}(?: \([^)]*\))?: | on {name}$")
+        out = [own.sub("", line) for line in out]
+    return out, nested
