@@ -18,6 +18,9 @@ import html
 import re
 import textwrap
 
+import yaml
+
+from triage.report import fixdir
 from triage.report.shown import beside_of, blocks, pick, pods_label, step_lines
 from triage.results import PodResult, Report
 
@@ -141,10 +144,19 @@ def _cards(report: Report) -> list[str]:
                    "each to a file):")
         out.append("")
         for wp in report.patches:
-            out.append(f"- {code(wp.workload)} ({inline(', '.join(wp.findings))}): preview "
-                       f"with `kubectl diff`, apply with `kubectl patch`:")
+            name = fixdir.file_name(wp)
+            p = wp.patch
+            head = f"kubectl patch {p.resource} {p.name} -n {p.namespace} --type {p.type} \\"
+            out.append(f"- {code(wp.workload)} ({inline(', '.join(wp.findings))}): {code(name)}")
             out.append("")
-            out.append("  " + fenced([wp.patch.preview(), wp.patch.command()], "sh")
+            body = yaml.safe_dump(p.body, sort_keys=False, width=100).splitlines()
+            out.append("  " + fenced(body, "yaml").replace(chr(10), chr(10) + "  "))
+            out.append("")
+            out.append("  preview, then apply:")
+            out.append("")
+            out.append("  " + fenced([head, f"  --patch-file {name} \\",
+                                      "  --dry-run=server -o yaml | kubectl diff -f -",
+                                      head, f"  --patch-file {name}"], "sh")
                        .replace(chr(10), chr(10) + "  "))
             out.append("")
     return out

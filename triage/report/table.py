@@ -11,6 +11,7 @@ once per pod, and every "more" says where the rest is.
 from __future__ import annotations
 
 import io
+import re
 
 from rich import box
 from rich.console import Console, Group, RenderableType
@@ -99,6 +100,7 @@ def _tail(console: Console, report: Report) -> None:
 
 
 PROOF_CHARS = 220
+_SOURCE_SUFFIX = re.compile(r" \((?:one scrape of /metrics[^)]*|Prometheus, last [^)]*)\)$")
 
 
 def _short(text: str, limit: int) -> str:
@@ -117,7 +119,9 @@ def _cards(report: Report) -> list[Text]:
         head.append(f"  {card.title}")
         out.append(head)
         out.append(Text(f"   {card.scope}  (step {card.step})", style="cyan"))
-        out.append(Text(f"   proof: {_short(card.proof, PROOF_CHARS)}", overflow="fold"))
+        # The numbers' source is said once, with the pod's evidence below.
+        proof = _SOURCE_SUFFIX.sub("", card.proof)
+        out.append(Text(f"   proof: {_short(proof, PROOF_CHARS)}", overflow="fold"))
         if card.fix is not None:
             first, *rest = card.fix.text.splitlines() or [""]
             out.append(Text(f"   fix:   {first}", style="bold", overflow="fold"))
