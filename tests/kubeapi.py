@@ -22,6 +22,13 @@ and, to play a hostile or broken server (kinds are plurals, ``log`` or ``proxy``
       too_many: {events: 2}             # the first N requests get 429, Retry-After: 1
       not_json: [pods]                  # 200 with an HTML page
       ignore_limit_bytes: true          # pod logs: limitBytes is not applied
+      expire_continue: 1                # the first N continue tokens get 410 Expired
+
+Lists page as the API server pages them: ``limit`` cuts the list, the
+answer's ``metadata.continue`` (an opaque token) and ``remainingItemCount``
+say how to go on, and a token past its resourceVersion's compaction gets
+410 Expired with a Status whose ``metadata.continue`` would go on
+inconsistently (what etcd compaction does to a slow pager).
 
       watch_gone: true                  # every watch ends at once: 410 Gone (expired version)
 
@@ -94,6 +101,15 @@ DEPLOY_RESOURCES: dict[str, tuple[str, str, str, bool, list[str]]] = {
 }
 
 
+# The API server's words for a continue token whose resourceVersion was compacted.
+_EXPIRED_MESSAGE = (
+    "The provided continue parameter is too old to display a consistent list result. You can "
+    "start a new list without the continue parameter, or use the continue token in this "
+    "response to retrieve the remainder of the results. Continuing with the provided token "
+    "results in an inconsistent list - objects that were created, modified, or deleted between "
+    "the time the first chunk was returned and now may show up in the list.")
+
+
 def _status(code: int, reason: str, message: str) -> dict[str, Any]:
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
             "message": message, "reason": reason, "code": code}
@@ -111,7 +127,8 @@ class Fixture:
             for ext in (".yaml", ".json"):
                 p = root / "objects" / f"{plural}{ext}"
                 if p.exists():
-                    data = yaml.safe_load(p.read_text())
+                    text = p.read_text()
+                    data = json.loads(text) if ext == ".json" else yaml.safe_load(text)
                     # A real API server lists in etcd key order: namespace, then name.
                     self.objects[plural] = sorted(
                         data.get("items") or [],
@@ -545,6 +562,16 @@ class Handler(BaseHTTPRequestHandler):
                 self._send(400, _status(400, "BadRequest", "continue key is not valid: "
                                         "incorrect encoded start resourceVersion"))
                 return
+            expire = int(self.server.fixture.faults.get("expire_continue") or 0)
+            with self.server.lock:
+                expired = self.server.counts.get("expired-continue", 0)
+                if expired < expire:
+                    self.server.counts["expired-continue"] = expired + 1
+            if expired < expire:
+                gone = _status(410, "Expired", _EXPIRED_MESSAGE)
+                gone["metadata"] = {"continue": token}
+                self._send(410, gone)
+                return
         limit = query.get("limit", "")
         if limit.isdigit() and int(limit) > 0:
             end = start + int(limit)
@@ -709,18 +736,22 @@ class Handler(BaseHTTPRequestHandler):
     def _pod_log(self, ns: str, pod: dict[str, Any], query: dict[str, str]) -> None:
         name = pod["metadata"]["name"]
         containers = [c["name"] for c in pod["spec"]["containers"]]
+        inits = [c["name"] for c in pod["spec"].get("initContainers") or []]
         container = query.get("container") or (containers[0] if len(containers) == 1 else "")
         if not container:
             self._send(400, _status(400, "BadRequest", f"a container name must be specified for "
-                                    f"pod {name}, choose one of: {containers}"))
+                                    f"pod {name}, choose one of: {containers}"
+                                    + (f" or one of the init containers: {inits}"
+                                       if inits else "")))
             return
-        if container not in containers:
+        if container not in containers + inits:
             self._send(400, _status(400, "BadRequest", f"container {container} is not valid for "
                                     f"pod {name}"))
             return
         previous = query.get("previous") == "true"
-        status = next((c for c in (pod.get("status") or {}).get("containerStatuses") or []
-                       if c.get("name") == container), {})
+        pod_status = pod.get("status") or {}
+        status = next((c for key in ("containerStatuses", "initContainerStatuses")
+                       for c in pod_status.get(key) or [] if c.get("name") == container), {})
         state = status.get("state") or {}
         last = (status.get("lastState") or {}).get("terminated")
         # The kubelet picks the container instance from the pod status, not from what

@@ -322,7 +322,7 @@ def test_all_namespaces(tmp_path: Path) -> None:
     assert report["namespace"] is None
     assert {(p["namespace"], p["name"]) for p in report["pods"]} == {
         ("llm", CUDA_OOM_POD), ("llm-canary", HEALTHY)}
-    assert "GET /api/v1/pods" in requests
+    assert "GET /api/v1/pods?limit=500" in requests  # paged, as kubectl lists
     assert any(r.startswith("GET /api/v1/namespaces/llm-canary/pods/" + HEALTHY + ":8000/proxy")
                for r in requests)
     assert step(report, 5)["verdict"] != "unknown"

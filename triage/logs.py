@@ -33,6 +33,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -44,11 +45,12 @@ try:  # a well-kept multi-pattern engine; optional, the pure-Python path gives t
 except ImportError:  # pragma: no cover - exercised by forcing the fallback in tests
     hyperscan = None
 
-# A single line longer than this is cut for matching and evidence: one 10 MB
-# line must not cost more than any other line.
+# A single line longer than this is cut for matching and evidence, keeping its head and
+# its tail (a crash printed at the end of a huge line is read): one 10 MB line must not
+# cost more than any other line.
 MAX_LINE_CHARS = 4000
-# Bytes of a line kept before it is cut while reading (the rest is skipped).
-MAX_LINE_BYTES = 4 * MAX_LINE_CHARS
+# The same bound on a line's bytes as a log is read (the middle is skipped as it streams).
+MAX_LINE_BYTES = MAX_LINE_CHARS
 BLOCK_BYTES = 8 * 1024 * 1024
 # Per line and per block: no regex may run longer; a timeout makes the query unknown.
 LINE_TIMEOUT_S = 0.25
@@ -82,7 +84,6 @@ _SPANS = regex.compile(r"\\[snWDSHV]|\[\^")
 # A line that says when it was printed: kubectl --timestamps, or vLLM's MM-DD hh:mm:ss.
 _STAMPED = regex.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d|\b\d\d-\d\d \d\d:\d\d:\d\d\b")
 _STAMPED_B = re.compile(rb"\d\d-\d\d[T ]\d\d:\d\d:\d\d")  # a cheap test before parsing
-STAMP_LOOKBACK = 200  # lines searched back for the nearest stamped line
 
 
 def has_stamp(line: LogLine) -> bool:
@@ -115,13 +116,17 @@ def clean(text: str) -> str:
     return cleaned
 
 
-def parse_line(number: int, raw: str, cleaned: bool = False, cut_bytes: int = 0) -> LogLine:
-    """One line as a LogLine; ``cut_bytes``: how much the reader already dropped of it."""
-    cut = max(0, len(raw) - MAX_LINE_CHARS) + cut_bytes
-    raw = raw[:MAX_LINE_CHARS] if cleaned else clean(raw[:MAX_LINE_CHARS])
+def parse_line(number: int, raw: str, cleaned: bool = False, cut: bool = True) -> LogLine:
+    """One line as a LogLine. A line longer than MAX_LINE_CHARS keeps its head and its
+    tail (the end of a line is where a crash is printed); ``cut=False`` for a line a log
+    scan already bounded (its bytes were cut the same way)."""
     if "\r" in raw.rstrip("\r"):  # tqdm redraws with carriage returns: keep the last draw
         parts = [p for p in raw.split("\r") if p.strip()]
         raw = parts[-1] if parts else ""
+    if cut and len(raw) > MAX_LINE_CHARS:
+        half = MAX_LINE_CHARS // 2
+        raw = f"{raw[:half]}{_cut_mark(len(raw) - 2 * half)}{raw[-half:]}"
+    raw = raw if cleaned else clean(raw)
     raw = raw.rstrip("\r")
     m = _PREFIX.match(raw)
     if m is None:  # cannot happen with a trailing .*, kept for type narrowing
@@ -129,8 +134,11 @@ def parse_line(number: int, raw: str, cleaned: bool = False, cut_bytes: int = 0)
     level = m.group("level")
     if level == "WARN":
         level = "WARNING"
-    shown = f"{raw} [... {cut:,} more characters cut]" if cut > 0 else raw
-    return LogLine(number, shown, level, m.group("proc"), m.start("msg"), m.end("msg"))
+    return LogLine(number, raw, level, m.group("proc"), m.start("msg"), m.end("msg"))
+
+
+def _cut_mark(count: int, unit: str = "characters") -> str:
+    return f" [... {count:,} more {unit} cut] "
 
 
 def decode(data: bytes) -> str:
@@ -212,6 +220,11 @@ class Query:
         return self.levels is None or (line.level or "NONE") in self.levels
 
     @cached_property
+    def one_per_line(self) -> Any:
+        """The regex as a pattern that matches once per line (see ``_one_per_line``)."""
+        return _one_per_line(self.regex)
+
+    @cached_property
     def spans_lines(self) -> bool:
         """Whether a match could run over a line break (\\s, \\n, a negated class, DOTALL):
         only then are the lines before a candidate searched with it."""
@@ -260,8 +273,8 @@ class Hit:
 
 
 def _parse_raw(number: int, raw: bytes) -> LogLine:
-    kept = raw[:MAX_LINE_BYTES]
-    return parse_line(number, decode(kept), cleaned=True, cut_bytes=len(raw) - len(kept))
+    """A line of a scanned block (already cut to MAX_LINE_BYTES, head and tail)."""
+    return parse_line(number, decode(raw), cleaned=True, cut=False)
 
 
 @dataclass
@@ -325,16 +338,17 @@ class LogIndex:
 # --- the scan ---------------------------------------------------------------------------------
 
 
-def _line_blocks(source: LogSource) -> Iterator[tuple[bytes, int]]:
-    """Blocks of whole lines, each ending with a newline, and the bytes dropped from the
-    block's last line.
+def _line_blocks(source: LogSource) -> Iterator[bytes]:
+    """Blocks of whole lines, each ending with a newline.
 
-    A line longer than a block keeps its first MAX_LINE_BYTES (matching and
-    evidence only ever look at the first MAX_LINE_CHARS) and the rest is
-    skipped as it streams past, so one huge line costs no more memory than
-    any other. A file is read one buffer at a time: after the last whole line
-    of a read it seeks back, rather than carrying the rest over.
+    A line longer than a block keeps its head and its tail (MAX_LINE_BYTES in
+    all, with a mark saying how much of its middle was dropped) and the rest
+    is skipped as it streams past, so one huge line costs no more memory than
+    any other and the crash printed at its end is still read. A file is read
+    one buffer at a time: after the last whole line of a read it seeks back,
+    rather than carrying the rest over.
     """
+    half = MAX_LINE_BYTES // 2
     reader = _FileReader(source.path) if source.data is None else _MemoryReader(source.data)
     with reader:
         while data := reader.read(BLOCK_BYTES):
@@ -346,21 +360,58 @@ def _line_blocks(source: LogSource) -> Iterator[tuple[bytes, int]]:
                     else:
                         reader.back(len(data) - last - 1)
                         data = data[:last + 1]
-                yield data, 0
+                yield data
                 del data  # before the next read: one block in memory at a time
                 continue
-            head, total = data[:MAX_LINE_BYTES], len(data)
+            head, tail, total = data[:MAX_LINE_BYTES + 1], data[-half:], len(data)
             del data
             while chunk := reader.read(BLOCK_BYTES):
                 end = chunk.find(b"\n")
                 part = chunk if end < 0 else chunk[:end]
-                if len(head) < MAX_LINE_BYTES:
-                    head += part[:MAX_LINE_BYTES - len(head)]
+                if len(head) <= MAX_LINE_BYTES:
+                    head += part[:MAX_LINE_BYTES + 1 - len(head)]
+                tail = (tail + part)[-half:]
                 total += len(part)
                 if end >= 0:
                     reader.back(len(chunk) - end - 1)
                     break
-            yield head + b"\n", total - len(head)
+            if total <= MAX_LINE_BYTES:  # longer than a block, not than a line
+                yield head + b"\n"
+                continue
+            yield (head[:half] + _cut_mark(total - 2 * half, "bytes").encode() + tail + b"\n")
+
+
+def _bounded_lines(data: bytes) -> bytes:
+    """``data`` with carriage-return redraws split into lines and every line longer than
+    MAX_LINE_BYTES cut to its head and its tail (one rule for both search paths).
+
+    A bare ``\\r`` (tqdm's redraw, or a log separated by carriage returns only)
+    ends a line, so the last redraw is a line of its own and a crash printed
+    after 10,000 redraws is the line it is.
+    """
+    if b"\r" in data:
+        data = _BARE_CR.sub(b"\n", data)
+    half = MAX_LINE_BYTES // 2
+    # A line longer than MAX_LINE_BYTES holds a whole aligned window of `half` bytes with no
+    # newline: a thousand finds per block rule that out, with no pass per line.
+    if all(data.find(b"\n", p, p + half) >= 0 or p + half > len(data)
+           for p in range(0, len(data), half)):
+        return data
+    out: list[bytes] = []
+    pos = 0
+    while pos < len(data):
+        end = data.find(b"\n", pos)
+        end = len(data) if end < 0 else end
+        if end - pos > MAX_LINE_BYTES + 64:  # +64: a line cut once already, with its mark
+            out.append(data[pos:pos + half] + _cut_mark(end - pos - 2 * half, "bytes").encode()
+                       + data[end - half:end])
+        else:
+            out.append(data[pos:end])
+        pos = end + 1
+    return b"\n".join(out) + b"\n"
+
+
+_BARE_CR = re.compile(rb"\r+(?!\n)")
 
 
 class _FileReader:
@@ -576,6 +627,40 @@ def _load_or_compile(wanted: list[tuple[str | None, int]]) -> tuple[Any, list[in
     return db, slow
 
 
+Key = tuple[str, int, frozenset[str] | None]
+
+# A query with at least this many candidate lines in a block is searched in one regex
+# pass over those lines (one call, one timeout) instead of one call per line.
+DENSE_LINES = 16
+
+
+def _one_per_line(rx: Any) -> Any:
+    """``rx`` as a pattern whose matches are the first match of ``rx`` on each line
+    (group 1 is ``rx``'s group 0): one ``finditer`` then visits a line once, however
+    many times ``rx`` matches in it. None when ``rx`` cannot be wrapped so (it refers
+    to its groups by number)."""
+    pattern = rx.pattern
+    flags = regex.match(r"\(\?[aiLmsux]+\)", pattern)
+    body = pattern[flags.end():] if flags else pattern
+    if regex.search(r"\\[1-9]|\(\?P=|\\g<|\(\?[0-9R&]", body):
+        return None
+    try:
+        return regex.compile(r"^.*?(" + body + r")", rx.flags | regex.MULTILINE)
+    except (regex.error, ValueError):
+        return None
+
+
+@dataclass
+class _Found:
+    """A query's matches in the block being scanned: counted as they are found, turned
+    into Hits (line, time, context) only for the ones kept, at the block's end."""
+
+    first: list[tuple[int, tuple[str | None, ...], tuple[int, int]]] = field(
+        default_factory=list)
+    last: deque[tuple[int, Any, Any]] = field(default_factory=deque)
+    line: int = -1  # the last line counted, so a line counts once
+
+
 class _Scan:
     """The state of one scan: results, hits still collecting context, the tail."""
 
@@ -583,7 +668,7 @@ class _Scan:
         self.index = LogIndex(source, queries)
         self.queries = queries
         self.engine = _Engine.get(queries)
-        self.results: dict[tuple[str, int, frozenset[str] | None], QueryResult] = {}
+        self.results: dict[Key, QueryResult] = {}
         self.index.results = self.results
         self.tail: deque[LogLine] = deque(maxlen=TAIL_LINES)
         # Hits still collecting the lines after them: (hit, where to go on in this block).
@@ -591,6 +676,7 @@ class _Scan:
         # The last non-empty lines of the block before, as (number, bytes).
         self.recent: deque[tuple[int, bytes]] = deque(maxlen=MAX_CONTEXT)
         self.last_stamped: LogLine | None = None  # the last stamped line of the blocks before
+        self.found: dict[Key, _Found] = {}
 
     def run(self) -> LogIndex:
         try:
@@ -601,23 +687,23 @@ class _Scan:
 
     def _run(self) -> LogIndex:
         first = 1
-        for data, dropped in _line_blocks(self.index.source):
+        for data in _line_blocks(self.index.source):
+            data = _bounded_lines(data)
             found = self.prefilter(data)
             if found is None:  # control bytes or ANSI escapes: clean, then search again
                 data = _clean_bytes(data)
                 found = self.prefilter(data) or []
-            block = _Block(data, first, dropped)
+            block = _Block(data, first)
+            self.found = {}
             self.search(block, found)
+            self.settle(block)
             self.fill_after(block)
             room = HEAD_BYTES - len(self.index.head_data)
             if room > 0:  # whole lines only
                 self.index.head_data += data[:data.rfind(b"\n", 0, room) + 1 or len(data)]
-            last = block.last_lines(TAIL_LINES)
-            self.tail.extend(last)
+            self.tail.extend(block.last_lines(TAIL_LINES))
             self.recent.extend(block.raw_before(len(block.data), MAX_CONTEXT)[0])
-            end = block.start_of(len(data) - 1)
-            self.last_stamped = (block.line(end) if has_stamp(block.line(end))
-                                 else block.stamped_before(end)) or self.last_stamped
+            self.last_stamped = block.last_stamped() or self.last_stamped
             first += block.count
             del block, data  # before the next block is read
         self.index.lines = first - 1
@@ -645,29 +731,86 @@ class _Scan:
         return found
 
     def search(self, block: _Block, found: list[tuple[int, int]]) -> None:
-        candidates: dict[int, set[int]] = {}  # query index -> starts of candidate lines
+        candidates: dict[int, list[int]] = {}  # query index -> prefilter match ends
         for qid, end in found:
-            candidates.setdefault(qid, set()).add(block.start_of(max(end - 1, 0)))
+            candidates.setdefault(qid, []).append(end)
         for qi, key in enumerate(self.engine.keys):
+            if key in self.results and self.results[key].unknown:
+                continue
+            query = self.queries.queries[key]
             if key in self.engine.slow:
-                self.slow_query(key, block)
-            elif qi in candidates:
-                self.check(key, block, sorted(candidates[qi]))
+                self.search_all(key, block)
+                continue
+            ends = candidates.get(qi)
+            if not ends:
+                continue
+            # Many candidates, on many lines (not one long line matching all along it).
+            dense = len(ends) >= DENSE_LINES and \
+                block.data.count(b"\n", ends[0], ends[-1]) >= DENSE_LINES
+            if dense and (query.spans_lines or 4 * len(ends) >= block.count):
+                self.search_all(key, block)  # most lines are candidates: all of them at once
+                continue
+            starts = sorted({block.start_of(max(end - 1, 0)) for end in ends})
+            if not dense or len(starts) < DENSE_LINES:
+                self.check(key, block, starts)
+            else:
+                self.search_lines(key, block, starts)
 
-    def result_of(self, key: tuple[str, int, frozenset[str] | None]) -> QueryResult:
+    def result_of(self, key: Key) -> QueryResult:
         found = self.results.get(key)
         if found is None:
             found = self.results[key] = QueryResult(
                 last=deque(maxlen=max(1, self.queries.keep_last[key])))
         return found
 
-    def check(self, key: tuple[str, int, frozenset[str] | None], block: _Block,
-              starts: list[int]) -> None:
+    def count(self, key: Key, line: int, groups: Any, span: Any = None) -> None:
+        """One more line matched: counted; its match kept while it is among the first or
+        the last (``groups``: a match object, or the groups already taken from one)."""
+        found = self.found.get(key)
+        if found is None:
+            found = self.found[key] = _Found(
+                last=deque(maxlen=max(1, self.queries.keep_last[key])))
+        if line == found.line:
+            return
+        found.line = line
+        result = self.result_of(key)
+        result.count += 1
+        if len(result.first) + len(found.first) < KEEP_FIRST:
+            found.first.append((line, *_groups(groups, span)))
+        found.last.append((line, groups, span))
+
+    def settle(self, block: _Block) -> None:
+        """The block's kept matches as Hits: their lines, times and context."""
+        for key, found in self.found.items():
+            result = self.result_of(key)
+            for line, groups, span in found.first:
+                hit = self.hit(block, line, groups, span)
+                start = block.line_start(line)
+                before, top = block.raw_before(start, MAX_CONTEXT)
+                if top and len(before) < MAX_CONTEXT:  # go on into the block before
+                    before = list(self.recent)[len(before) - MAX_CONTEXT:] + before
+                hit.before_raw = before
+                result.first.append(hit)
+                nxt = block.next_start(start)
+                self.waiting.append((hit, len(block.data) if nxt is None else nxt))
+            firsts = {h.line.number: h for h in result.first}
+            for line, groups, span in found.last:
+                kept = firsts.get(block.first + line)
+                result.last.append(kept if kept is not None else
+                                   self.hit(block, line, *_groups(groups, span)))
+        self.found = {}
+
+    def hit(self, block: _Block, line: int, groups: tuple[str | None, ...],
+            span: tuple[int, int]) -> Hit:
+        parsed = block.line_at(line)
+        stamped = parsed if has_stamp(parsed) else block.stamped_before(line) or \
+            self.last_stamped
+        return Hit(parsed, groups, span, stamped)
+
+    def check(self, key: Key, block: _Block, starts: list[int]) -> None:
         """The exact regex on each candidate line (and the lines just before it, for a
         match that spans a hard-wrapped message)."""
         query = self.queries.queries[key]
-        if key in self.results and self.results[key].unknown:
-            return
         spans = query.spans_lines
         done: set[int] = set()
         for start in starts:
@@ -693,49 +836,68 @@ class _Scan:
                     return
                 if m is not None and m.start() <= len(lines[0].message):
                     done.add(head)
-                    self.record(self.result_of(key), head, lines[0], m, block)
+                    self.count(key, block.index_of(head), (m.group(0), *m.groups()), m.span())
                     break
 
-    def slow_query(self, key: tuple[str, int, frozenset[str] | None], block: _Block) -> None:
-        """No prefilter: the exact regex over the block's messages (the pure-Python path)."""
+    def search_lines(self, key: Key, block: _Block, starts: list[int]) -> None:
+        """Many candidate lines: one pass of the exact regex over their messages."""
         query = self.queries.queries[key]
-        if key in self.results and self.results[key].unknown:
-            return
-        messages, newlines = block.messages()
-        pos = 0
+        lines = [block.index_of(s) for s in starts]
+        text, offsets = block.joined(lines)
+        self.scan_text(key, query, text, offsets, lines, block)
+
+    def search_all(self, key: Key, block: _Block) -> None:
+        """The exact regex over all the block's messages (the pure-Python path, and a
+        query that may span lines with many candidates)."""
+        query = self.queries.queries[key]
+        text, offsets = block.messages()
+        self.scan_text(key, query, text, offsets, None, block)
+
+    def scan_text(self, key: Key, query: Query, text: str, offsets: list[int],
+                  lines: list[int] | None, block: _Block) -> None:
+        """Count each line of ``text`` (messages starting at ``offsets``: the block lines
+        ``lines``, or every line in order) on which ``query`` matches, with one regex pass
+        and one time limit for the block.
+
+        A match counts for the line it starts on, as a search from each line's
+        start would find it. The regex runs as it is (literal scans are fast);
+        one that matches many times per line (``.``, ``\\w+``) is switched to its
+        once-per-line form, and after a match that runs into the next line the
+        search goes on from that line's start.
+        """
+        levels = query.levels or frozenset()
+        level_of = block.levels() if query.levels is not None else None
+        wrapped = query.one_per_line
+        pattern, per_line = query.regex, False
+        seen_lines = matches = 0
+        last = -1
         try:
-            while pos <= len(messages):
-                m = query.regex.search(messages, pos, timeout=BLOCK_TIMEOUT_S)
-                if m is None:
-                    break
-                idx = bisect_right(newlines, m.start() - 1)
-                start = block.start_of_index(idx)
-                line = block.line(start)
-                if query.counts(line):
-                    self.record(self.result_of(key), start, line, m, block)
-                # One report per line: go on from the next line.
-                pos = newlines[idx] + 1 if idx < len(newlines) else len(messages) + 1
+            found = pattern.finditer(text, timeout=BLOCK_TIMEOUT_S)
+            while (m := next(found, None)) is not None:
+                k = bisect_right(offsets, m.start()) - 1
+                matches += 1
+                if k != last:
+                    last = k
+                    seen_lines += 1
+                    line = lines[k] if lines is not None else k
+                    if level_of is None or level_of[line] in levels:
+                        at = offsets[k]
+                        if per_line:
+                            self.count(key, line, m, (m.start(1) - at, m.end(1) - at))
+                        else:
+                            self.count(key, line, (m.group(0), *m.groups()),
+                                       (m.start() - at, m.end() - at))
+                nxt = offsets[k + 1] if k + 1 < len(offsets) else len(text) + 1
+                restart = m.end() > nxt  # ran into the next line: search it from its start
+                if not per_line and wrapped is not None and matches > 64 and \
+                        matches > 4 * seen_lines:
+                    pattern, per_line, restart = wrapped, True, True
+                if restart and nxt <= len(text):
+                    found = pattern.finditer(text, nxt, overlapped=per_line,
+                                             timeout=BLOCK_TIMEOUT_S)
         except TimeoutError:
             self.result_of(key).unknown = (f"regex {query.regex.pattern[:60]!r} timed out on "
-                                           f"a {len(messages):,}-character stretch of the log")
-
-    def record(self, result: QueryResult, start: int, line: LogLine, m: Any,
-               block: _Block) -> None:
-        if any(h.line.number == line.number for h in result.last):
-            return
-        hit = Hit(line, (m.group(0), *m.groups()), m.span())
-        hit.stamped = line if has_stamp(line) else (
-            block.stamped_before(start) or self.last_stamped)
-        result.count += 1
-        result.last.append(hit)
-        if len(result.first) < KEEP_FIRST:
-            before, top = block.raw_before(start, MAX_CONTEXT)
-            if top and len(before) < MAX_CONTEXT:  # go on into the block before
-                before = list(self.recent)[len(before) - MAX_CONTEXT:] + before
-            hit.before_raw = before
-            result.first.append(hit)
-            nxt = block.next_start(start)
-            self.waiting.append((hit, len(block.data) if nxt is None else nxt))
+                                           f"a {len(text):,}-character stretch of the log")
 
     def fill_after(self, block: _Block) -> None:
         """Lines after each kept hit, up to MAX_CONTEXT, as far as this block reaches."""
@@ -748,6 +910,13 @@ class _Scan:
         self.waiting = still
 
 
+def _groups(m: Any, span: Any) -> tuple[tuple[str | None, ...], tuple[int, int]]:
+    """(group 0 and the regex's groups, span) from a wrapped match or from groups taken."""
+    if isinstance(m, tuple):
+        return m, span
+    return (m.group(1), *m.groups()[1:]), span
+
+
 def _clean_bytes(block: bytes) -> bytes:
     return _CONTROL_B.sub(b"", _ANSI_B.sub(b"", block))
 
@@ -757,66 +926,116 @@ _CONTROL_B = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 class _Block:
-    """Whole lines of a log (ending with a newline), decoded and parsed only when asked for."""
+    """Whole lines of a log (ending with a newline), decoded and parsed only when asked for.
 
-    def __init__(self, data: bytes, first: int, dropped: int = 0) -> None:
+    Lines are known by their index in the block (0 for the first); offsets into
+    ``data`` are computed once per block, and only when a search needs them.
+    """
+
+    def __init__(self, data: bytes, first: int) -> None:
         self.data = data
         self.first = first  # number of its first line
-        self.dropped = dropped  # bytes the reader dropped from its last line
         self.count = data.count(b"\n")
-        self._parsed: dict[int, LogLine] = {}  # by start offset
-        self._marks: list[tuple[int, int]] = [(0, first)]  # known (offset, line number)
+        self._parsed: dict[int, LogLine] = {}  # by line index
+        self._starts: list[int] | None = None
         self._messages: tuple[str, list[int]] | None = None
-        self._line_starts: list[int] | None = None
+        self._levels: list[str] | None = None
+        self._stamps: list[int] | None = None  # offsets of time-like texts
+        self._marks: list[tuple[int, int]] = [(0, 0)]  # known (offset, line index)
+
+    @property
+    def starts(self) -> list[int]:
+        """Where each line starts (one pass over the block, made once)."""
+        if self._starts is None:
+            ends = [m.end() for m in re.finditer(b"\n", self.data)]
+            self._starts = [0, *ends[:-1]]
+        return self._starts
 
     def start_of(self, offset: int) -> int:
         return self.data.rfind(b"\n", 0, offset) + 1 if offset else 0
 
+    def index_of(self, start: int) -> int:
+        """The index of the line at ``start``: from the line offsets when a search made
+        them, else counted from the nearest line already known (few lines are asked)."""
+        if self._starts is not None:
+            return bisect_right(self._starts, start) - 1
+        i = bisect_right(self._marks, (start, 1 << 62)) - 1
+        offset, index = self._marks[i]
+        if i + 1 < len(self._marks) and self._marks[i + 1][0] - start < start - offset:
+            after, after_index = self._marks[i + 1]
+            index = after_index - self.data.count(b"\n", start, after)
+        else:
+            index += self.data.count(b"\n", offset, start)
+        if offset != start:
+            self._marks.insert(i + 1, (start, index))
+        return index
+
+    def line_start(self, index: int) -> int:
+        if self._starts is None:
+            known = next((o for o, i in self._marks if i == index), None)
+            if known is not None:
+                return known
+        return self.starts[index]
+
     def prev_start(self, start: int) -> int | None:
         return None if start == 0 else self.data.rfind(b"\n", 0, start - 1) + 1
-
-    def number(self, start: int) -> int:
-        """The line number at ``start``, counted from the nearest known mark around it."""
-        i = bisect_right(self._marks, (start, 1 << 62)) - 1
-        offset, number = self._marks[i]
-        if i + 1 < len(self._marks) and self._marks[i + 1][0] - start < start - offset:
-            after, after_number = self._marks[i + 1]
-            number = after_number - self.data.count(b"\n", start, after)
-        else:
-            number += self.data.count(b"\n", offset, start)
-        if offset != start:
-            self._marks.insert(i + 1, (start, number))
-        return number
-
-    def line(self, start: int) -> LogLine:
-        found = self._parsed.get(start)
-        if found is None:
-            end = self.data.find(b"\n", start)
-            raw = self.data[start:min(end, start + MAX_LINE_BYTES)]
-            dropped = end - start - len(raw) + (self.dropped if end == len(self.data) - 1 else 0)
-            found = parse_line(self.number(start), decode(raw), cleaned=True, cut_bytes=dropped)
-            self._parsed[start] = found
-        return found
 
     def next_start(self, start: int) -> int | None:
         nxt = self.data.find(b"\n", start) + 1
         return nxt if nxt < len(self.data) else None
 
-    def stamped_before(self, start: int) -> LogLine | None:
-        """The nearest line before ``start`` in this block that carries a time."""
-        prev = self.prev_start(start)
-        for _ in range(STAMP_LOOKBACK):
-            if prev is None:
-                return None
-            if _STAMPED_B.search(self.data, prev, min(prev + 160, self.line_end(prev))):
-                line = self.line(prev)
-                if has_stamp(line):
-                    return line
-            prev = self.prev_start(prev)
-        return None
-
     def line_end(self, start: int) -> int:
         return self.data.find(b"\n", start)
+
+    def line_at(self, index: int, start: int | None = None) -> LogLine:
+        found = self._parsed.get(index)
+        if found is None:
+            start = self.line_start(index) if start is None else start
+            found = _parse_raw(self.first + index, self.data[start:self.line_end(start)])
+            self._parsed[index] = found
+        return found
+
+    def line(self, start: int) -> LogLine:
+        return self.line_at(self.index_of(start), start)
+
+    def stamped_before(self, index: int) -> LogLine | None:
+        """The nearest line before line ``index`` in this block that carries a time.
+
+        Asked only for the matches kept: the bytes just before the line are
+        searched, then, when no time is near, the block's stamped lines (found
+        in one pass, once per block)."""
+        return self._stamped_in(self.line_start(index))
+
+    def last_stamped(self) -> LogLine | None:
+        """The block's last line that carries a time, for the block after it."""
+        return self._stamped_in(len(self.data))
+
+    def _stamped_in(self, end: int) -> LogLine | None:
+        for size in (4096, 65536):
+            lo = max(0, end - size)
+            for m in reversed(list(_STAMPED_B.finditer(self.data, lo, end))):
+                line = self._stamped_at(m.start())
+                if line is not None:
+                    return line
+            if lo == 0:
+                return None
+        if self._stamps is None:
+            self._stamps = [m.start() for m in _STAMPED_B.finditer(self.data)]
+        i = bisect_right(self._stamps, end - 1)
+        while i > 0:
+            i -= 1
+            line = self._stamped_at(self._stamps[i])
+            if line is not None:
+                return line
+        return None
+
+    def _stamped_at(self, offset: int) -> LogLine | None:
+        """The line holding a time-like text at ``offset``, if it is the line's time."""
+        start = self.start_of(offset)
+        if offset - start >= 160:
+            return None
+        line = self.line(start)
+        return line if has_stamp(line) else None
 
     def raw_before(self, start: int, count: int) -> tuple[list[tuple[int, bytes]], bool]:
         """Up to ``count`` non-empty lines before the line at ``start`` (``len(data)``: the
@@ -826,7 +1045,7 @@ class _Block:
             prev: int | None = self.start_of(len(self.data) - 1)
             number = self.first + self.count - 1
         else:
-            prev, number = self.prev_start(start), self.number(start) - 1
+            prev, number = self.prev_start(start), self.first + self.index_of(start) - 1
         while prev is not None and len(out) < count:
             raw = self.data[prev:self.line_end(prev)]
             if raw.strip():
@@ -840,7 +1059,7 @@ class _Block:
         out: list[tuple[int, bytes]] = []
         if start >= len(self.data) or count <= 0:
             return out
-        number = self.number(start)
+        number = self.first + self.index_of(start)
         pos: int | None = start
         while pos is not None and len(out) < count:
             raw = self.data[pos:self.line_end(pos)]
@@ -850,51 +1069,56 @@ class _Block:
             number += 1
         return out
 
-    def lines_from(self, start: int, count: int) -> list[LogLine]:
-        """Up to ``count`` non-empty lines from ``start`` on, within this block."""
-        out: list[LogLine] = []
-        pos: int | None = start
-        while pos is not None and len(out) < count and pos < len(self.data):
-            ln = self.line(pos)
-            if ln.raw.strip():
-                out.append(ln)
-            pos = self.next_start(pos)
-        return out
-
     def last_lines(self, count: int) -> list[LogLine]:
-        """The block's last ``count`` non-empty lines, in order."""
+        """The block's last ``count`` non-empty lines, in order (numbered from the end)."""
         out: list[LogLine] = []
-        end = self.start_of(len(self.data) - 1)  # of the last line
-        self._marks.append((end, self.first + self.count - 1))
-        self._marks.sort()
-        start: int | None = end
+        start: int | None = self.start_of(len(self.data) - 1)  # of the last line
+        number = self.first + self.count - 1
         while start is not None and len(out) < count:
-            line = self.line(start)
+            line = _parse_raw(number, self.data[start:self.line_end(start)])
             if line.raw.strip():
                 out.insert(0, line)
             start = self.prev_start(start)
+            number -= 1
         return out
 
-    def start_of_index(self, idx: int) -> int:
-        if self._line_starts is None:
-            self._line_starts = [0, *(m.end() for m in re.finditer(b"\n", self.data))]
-            for n, s in enumerate(self._line_starts[:-1]):
-                self._marks.append((s, self.first + n))
-            self._marks.sort()
-        return self._line_starts[idx]
-
     def messages(self) -> tuple[str, list[int]]:
-        """The block's messages, one per line (prefixes stripped), and where its lines end;
-        for the pure-Python path."""
+        """The block's messages, one per line (prefixes stripped), and where each starts."""
         if self._messages is None:
             text = decode(self.data[:-1])
             if "\r" in text:
-                text = "\n".join(parse_line(0, ln, cleaned=True).message if "\r" in ln else ln
-                                 for ln in text.split("\n"))
+                text = "\n".join(parse_line(0, ln, cleaned=True, cut=False).message
+                                 if "\r" in ln else ln for ln in text.split("\n"))
             text = _PREFIX_LINES.sub("", text)
-            newlines = [m.start() for m in regex.finditer("\n", text)]
-            self._messages = (text, newlines)
+            self._messages = (text, _offsets(text))
         return self._messages
+
+    def joined(self, lines: list[int]) -> tuple[str, list[int]]:
+        """The messages of these lines, one per line, and where each starts."""
+        text, offsets = self.messages()
+        joined = "\n".join([text[offsets[i]:(offsets[i + 1] - 1 if i + 1 < len(offsets)
+                                               else None)] for i in lines])
+        return joined, _offsets(joined)
+
+    def levels(self) -> list[str]:
+        """Each line's level (``NONE`` without one), in one pass over the block."""
+        if self._levels is None:
+            text = decode(self.data[:-1])
+            if "\r" in text:  # a line ending in \r\n: its level is read as parse_line reads it
+                text = text.replace("\r", "")
+            self._levels = [_LEVEL_NAMES.get(level, level) for _, level, _ in
+                            _PREFIX_LINES.findall(text)]
+        return self._levels
+
+
+_LEVEL_NAMES = {"": "NONE", "WARN": "WARNING"}
+
+
+def _offsets(text: str) -> list[int]:
+    """Where each line of ``text`` starts."""
+    out = [0]
+    out += accumulate(len(part) + 1 for part in text.split("\n")[:-1])
+    return out
 
 
 def scan(source: LogSource, queries: QuerySet) -> LogIndex:

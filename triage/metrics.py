@@ -157,6 +157,12 @@ class Histogram:
     total: float = 0.0
     count: float = 0.0
 
+    @property
+    def observed(self) -> float:
+        """Observations, from _count or else the largest cumulative bucket."""
+        finite = [v for v in self.buckets.values() if math.isfinite(v)]
+        return self.count if self.count else max(finite, default=0.0)
+
     def quantile(self, q: float) -> float | None:
         return histogram_quantile(q, sorted(self.buckets.items()))
 
@@ -200,11 +206,18 @@ class MetricsView:
     exposed: dict[str, str] = field(default_factory=dict)  # logical -> exposed name used
     cache_config: dict[str, str] = field(default_factory=dict)
     error: str | None = None
+    # Derived names that cannot be computed, and why (no +Inf bucket, a NaN or Inf value).
+    _problems: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
     _derived: dict[str, float] | None = field(default=None, repr=False, compare=False)
 
     def quantile(self, name: str, q: float) -> float | None:
         h = self.histograms.get(name)
         return h.quantile(q) if h else None
+
+    def problems(self) -> dict[str, str]:
+        """Derived names that could not be computed, and why; never a silent absence."""
+        self.derived()
+        return dict(self._problems)
 
     def derived(self) -> dict[str, float]:
         """Flat numbers for ``metric:`` pattern leaves and the checklist (computed once)."""
@@ -218,6 +231,11 @@ class MetricsView:
         out.update({f"{name}_max": value for name, value in self.gauges.items()})
         out.update(self.counters)
         for name, h in self.histograms.items():
+            if h.buckets and math.inf not in h.buckets and h.observed > 0:
+                why = (f"{self.exposed.get(name, name)} has no +Inf bucket (le=\"+Inf\"), so its "
+                       f"quantiles cannot be computed ({h.observed:,.0f} observations)")
+                for label in ("p50", "p90", "p99"):
+                    self._problems.setdefault(f"{name}_{label}", why)
             for label, q in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99)):
                 v = h.quantile(q)
                 if v is not None:
@@ -225,6 +243,13 @@ class MetricsView:
             out[f"{name}_count"] = h.count
             if h.mean is not None:
                 out[f"{name}_mean"] = h.mean
+        for name, value in list(out.items()):
+            if not math.isfinite(value):  # named, never compared as a number
+                logical = next((k for k in self.exposed if name == k or name.startswith(
+                    k + "_")), name)
+                self._problems.setdefault(name, f"{self.exposed.get(logical, name)} ({name}) "
+                                                f"is {_non_number(value)}")
+                del out[name]
         p50, p99 = out.get("e2e_latency_p50"), out.get("e2e_latency_p99")
         if p50 and p99 is not None:
             out["e2e_latency_p99_over_p50"] = p99 / p50
@@ -232,6 +257,10 @@ class MetricsView:
         if t50 and t99 is not None:
             out["ttft_p99_over_p50"] = t99 / t50
         return out
+
+
+def _non_number(value: float) -> str:
+    return "NaN" if math.isnan(value) else "+Inf" if value > 0 else "-Inf"
 
 
 def _logical(name: str, table: Mapping[str, tuple[str, ...]]) -> str | None:

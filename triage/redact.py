@@ -112,9 +112,11 @@ _RULES: list[tuple[Any, str]] = [
     # Cookie headers carry sessions.
     (regex.compile(r"(?i)(\b(?:set-)?cookie" + _Q + _SP + r":" + _SP + r"[\"']?+)"
                    r"(?!\[REDACTED\])[^\r\n\"']++"), r"\1" + MASK),
-    # A log line cut for length ends inside its last word, which may be the
-    # first half of a token the rules above no longer recognise.
-    (regex.compile(r"(?<!\S)\S{1,4096}+(?= \[\.\.\. [\d,]{1,20}+ more characters cut\])"),
+    # A log line cut for length is cut inside a word on each side of the cut, which may be
+    # half of a token the rules above no longer recognise.
+    (regex.compile(r"(?<!\S)\S{1,4096}+(?= \[\.\.\. [\d,]{1,20}+ more (?:characters|bytes) "
+                   r"cut\])"), MASK),
+    (regex.compile(r"(?<=\[\.\.\. [\d,]{1,20}+ more (?:characters|bytes) cut\] )\S{1,4096}+"),
      MASK),
     # KEY=value / "key": "value" / Header-Key: value where the name says secret.
     (regex.compile(r"(?i)(" + _SECRET_WORDS + r"[\w.-]{0,60}+" + _Q + _SP + r"[=:]" + _SP + _Q
@@ -140,7 +142,7 @@ _TRIGGER = re.compile(
     r"|github_pat_|sk-|xox|eyj|sharedaccess|://[^/\s@]{1,256}@"
     r"|[?&;](?:sig|signature|x-amz-|x-goog-|client_secret|access_token|refresh_token|id_token"
     r"|apikey|code|subscription-key)[a-z_-]{0,30}="
-    r"|more characters cut\]")
+    r"|more (?:characters|bytes) cut\]")
 # Lines that hold a trigger are redacted together in segments of up to this
 # many bytes (the rules are line-local), so a log with many hits costs a few
 # calls per rule, not one per line; a segment that times out is redone line

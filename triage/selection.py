@@ -15,7 +15,7 @@ from __future__ import annotations
 import regex
 
 from triage.snapshot import Obj
-from triage.workload import command_line, containers
+from triage.workload import command_line, containers, init_containers, init_failed, is_sidecar
 
 _VLLM_IMAGE = regex.compile(r"(?i)(^|/)vllm[-_/]|vllm-openai|(^|/)vllm(:|@|$)")
 _VLLM_COMMAND = regex.compile(
@@ -40,9 +40,16 @@ def is_vllm_container(container: Obj) -> bool:
 
 
 def triaged_containers(pod: Obj, selector: str | None) -> list[Obj]:
-    """The containers to triage: the vLLM ones, or all of a pod the user selected."""
-    vllm = [c for c in containers(pod) if is_vllm_container(c)]
-    return vllm or (containers(pod) if selector else [])
+    """The containers to triage: the vLLM ones (a native sidecar too: an init container
+    with restartPolicy Always), or all of a pod the user selected; and of such a pod,
+    every init container that failed (a model download OOMKilled keeps vLLM from
+    starting), triaged like any container."""
+    serving = containers(pod) + [c for c in init_containers(pod) if is_sidecar(c)]
+    chosen = [c for c in serving if is_vllm_container(c)] or (serving if selector else [])
+    if not chosen:
+        return []
+    failed = [c for c in init_containers(pod) if c not in chosen and init_failed(pod, c)]
+    return failed + chosen
 
 
 def select_pods(pods: list[Obj], selector: str | None) -> list[Obj]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 from triage.logs import LogSource
@@ -78,6 +79,8 @@ class PodTelemetry:
     series: dict[str, list[Point]] = field(default_factory=dict)
     gpus: list[dict[str, Any]] = field(default_factory=list)
     restarts: dict[str, float] = field(default_factory=dict)
+    # Names Prometheus answered with NaN or +/-Inf for: "NaN", "+Inf" or "-Inf".
+    not_numbers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -179,19 +182,87 @@ class Snapshot:
     def log(self, namespace: str, pod: str, container: str, stream: str) -> LogSource | None:
         return self.logs.get((namespace, pod, container, stream))
 
-    def events_about(self, kind: str, namespace: str, name: str) -> Iterator[Obj]:
+    def events_about(self, kind: str, namespace: str, name: str,
+                     uid: str | None = None) -> Iterator[Obj]:
+        """Events about one object: by ``involvedObject.uid`` when both sides have one
+        (a recreated StatefulSet pod has its predecessor's name, not its uid), by kind,
+        namespace and name where the event gives no uid."""
         items = self.items("events")
         if self._events is None or self._events[0] is not items or self._events[1] != len(items):
             by_subject: dict[tuple[str, str, str], list[Obj]] = {}
             for ev in items:
-                inv = ev.get("involvedObject") or ev.get("regarding") or {}
-                if not isinstance(inv, dict):
+                inv = _involved(ev)
+                if inv is None:
                     continue
                 key = (str(inv.get("kind")), str(inv.get("namespace") or
                                                  meta(ev).get("namespace")), str(inv.get("name")))
                 by_subject.setdefault(key, []).append(ev)
             self._events = (items, len(items), by_subject)
-        yield from self._events[2].get((kind, namespace, name), [])
+        for ev in self._events[2].get((kind, namespace, name), []):
+            about = (_involved(ev) or {}).get("uid")
+            if uid and about and str(about) != uid:
+                continue
+            yield ev
+
+    def clock_skew(self, stamp: str | None) -> str:
+        """`` (in the future: ...)`` when ``stamp`` is after the collection time by more than
+        a minute (a node or component whose clock is wrong), else ""."""
+        when, now = parse_rfc3339(stamp), parse_rfc3339(self.collected_at)
+        if when is None or now is None or (when - now).total_seconds() <= 60:
+            return ""
+        ahead = (when - now).total_seconds()
+        span = (f"{ahead / 86400 / 365.25:,.0f} years" if ahead >= 2 * 365 * 86400 else
+                f"{ahead / 86400:,.0f} days" if ahead >= 2 * 86400 else
+                f"{ahead / 3600:,.1f} h" if ahead >= 3600 else f"{ahead / 60:,.0f} min")
+        return f" (in the future: {span} after the collection time; clock skew)"
+
+
+def _involved(ev: Obj) -> Obj | None:
+    inv = ev.get("involvedObject") or ev.get("regarding") or {}
+    return inv if isinstance(inv, dict) else None
+
+
+def parse_rfc3339(stamp: Any) -> datetime | None:
+    if not isinstance(stamp, str) or not stamp:
+        return None
+    try:
+        when = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+
+
+@dataclass(frozen=True)
+class EventTimes:
+    first: str | None  # RFC 3339, as the event says
+    last: str | None
+    count: int
+
+
+def event_times(ev: Obj) -> EventTimes:
+    """When an event was first and last seen and how often, from either API's fields.
+
+    core/v1 events carry ``firstTimestamp``/``lastTimestamp``/``count``;
+    events written through ``events.k8s.io`` carry ``eventTime`` (the first
+    occurrence) and, once repeated, ``series.lastObservedTime`` and
+    ``series.count``, with the legacy fields empty or stale. The latest of
+    the "last" fields is the last occurrence.
+    """
+    raw_series = ev.get("series")
+    series: Obj = raw_series if isinstance(raw_series, dict) else {}
+    first = next((str(v) for v in (ev.get("firstTimestamp"), ev.get("deprecatedFirstTimestamp"),
+                                   ev.get("eventTime"), meta(ev).get("creationTimestamp"))
+                  if isinstance(v, str) and v), None)
+    lasts = [str(v) for v in (ev.get("lastTimestamp"), ev.get("deprecatedLastTimestamp"),
+                              series.get("lastObservedTime"), ev.get("eventTime"))
+             if isinstance(v, str) and v and parse_rfc3339(v) is not None]
+    last = max(lasts, key=lambda v: parse_rfc3339(v) or datetime.min.replace(
+        tzinfo=timezone.utc)) if lasts else first
+    count = 1
+    for raw in (series.get("count"), ev.get("count"), ev.get("deprecatedCount")):
+        if isinstance(raw, (int, str)) and str(raw).isdigit():
+            count = max(count, int(raw))
+    return EventTimes(first, last, count)
 
 
 def meta(obj: Obj) -> Obj:

@@ -26,23 +26,58 @@ def containers(pod: Obj) -> list[Obj]:
     return [c for c in pod_spec(pod).get("containers") or [] if isinstance(c, dict)]
 
 
+def init_containers(pod: Obj) -> list[Obj]:
+    return [c for c in pod_spec(pod).get("initContainers") or [] if isinstance(c, dict)]
+
+
+def is_sidecar(container: Obj) -> bool:
+    """A native sidecar: an init container with restartPolicy Always (Kubernetes 1.29+),
+    started before the containers and running beside them."""
+    return container.get("restartPolicy") == "Always"
+
+
+def container_kind(pod: Obj, name: str) -> str:
+    """"container", "init container" or "sidecar container" (a native sidecar)."""
+    init = next((c for c in init_containers(pod) if c.get("name") == name), None)
+    if init is None:
+        return "container"
+    return "sidecar container" if is_sidecar(init) else "init container"
+
+
+def _statuses(pod: Obj) -> list[Obj]:
+    status = pod.get("status") or {}
+    return [cs for key in ("containerStatuses", "initContainerStatuses")
+            for cs in status.get(key) or [] if isinstance(cs, dict)]
+
+
 def command_line(container: Obj) -> list[str]:
     return [str(x) for x in (container.get("command") or []) + (container.get("args") or [])]
 
 
 def container_status(pod: Obj, name: str) -> Obj:
-    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
-        if isinstance(cs, dict) and cs.get("name") == name:
-            return cs
-    return {}
+    """The status of a container, init container or native sidecar; {} when the API
+    reports none (a pod just created, or a status the kubelet has not written)."""
+    return next((cs for cs in _statuses(pod) if cs.get("name") == name), {})
 
 
 def restarts(pod: Obj) -> int:
-    total = 0
-    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
-        if isinstance(cs, dict):
-            total += int(cs.get("restartCount") or 0)
-    return total
+    return sum(int(cs.get("restartCount") or 0) for cs in _statuses(pod))
+
+
+def init_failed(pod: Obj, container: Obj) -> bool:
+    """An init container (not a sidecar) that failed: it exited non-zero, now or before,
+    or waits to be restarted (Init:CrashLoopBackOff, Init:Error, Init:OOMKilled)."""
+    if is_sidecar(container):
+        return False
+    cs = container_status(pod, str(container.get("name")))
+    state = cs.get("state") or {}
+    for term in (state.get("terminated"), (cs.get("lastState") or {}).get("terminated")):
+        if isinstance(term, dict) and (term.get("exitCode") not in (0, None)
+                                       or term.get("reason") not in (None, "Completed")):
+            return True
+    waiting = state.get("waiting") or {}
+    return bool(cs.get("restartCount")) or waiting.get("reason") in (
+        "CrashLoopBackOff", "Error", "CreateContainerError", "RunContainerError")
 
 
 def gpu_request(container: Obj) -> int:
@@ -313,6 +348,9 @@ def pod_state(pod: Obj) -> str:
     status = pod.get("status") or {}
     if meta(pod).get("deletionTimestamp"):
         return "Terminating"
+    init = _init_state(pod)
+    if init is not None:
+        return init
     for cs in status.get("containerStatuses") or []:
         state = cs.get("state") or {}
         if state.get("waiting", {}).get("reason"):
@@ -326,3 +364,22 @@ def pod_state(pod: Obj) -> str:
         ready = all(cs.get("ready") for cs in status.get("containerStatuses") or [])
         return "Running" if ready else "Running (not ready)"
     return phase
+
+
+def _init_state(pod: Obj) -> str | None:
+    """kubectl's Init:... state while init containers have not all completed."""
+    inits = [c for c in init_containers(pod) if not is_sidecar(c)]
+    for i, c in enumerate(inits):
+        cs = container_status(pod, str(c.get("name")))
+        state = cs.get("state") or {}
+        term = state.get("terminated") or {}
+        if term and term.get("exitCode") == 0:
+            continue
+        if term:
+            return f"Init:{term.get('reason') or 'ExitCode:' + str(term.get('exitCode'))}"
+        reason = (state.get("waiting") or {}).get("reason")
+        if reason and reason != "PodInitializing":
+            return f"Init:{reason}"
+        if cs or (pod.get("status") or {}).get("phase") == "Pending":
+            return f"Init:{i}/{len(inits)}"
+    return None

@@ -41,7 +41,7 @@ class Inputs:
 
 
 def label(pod: PodDiagnosis, ctx: ContainerContext | None = None) -> str:
-    return f"{pod.namespace}/{pod.name}" + (f" ({ctx.name})" if ctx is not None else "")
+    return f"{pod.namespace}/{pod.name}" + (f" ({ctx.label})" if ctx is not None else "")
 
 
 class Step:

@@ -13,9 +13,18 @@ class ContainerOOMKilled(Step):
     title = "Container OOMKilled (CPU RAM limit)"
 
     def judge(self, inputs: Inputs) -> StepResult:
-        ev = [f"{label(pod, ctx)}: not OOMKilled; {ctx.fact('last_termination_reason').evidence}"
-              f"; {ctx.fact('memory_limit').evidence}"
-              for pod, ctx in inputs.containers()]
+        ev: list[str] = []
+        unknown: list[str] = []
+        for pod, ctx in inputs.containers():
+            why = ctx.no_status()
+            if why:  # no status: not OOMKilled is not known, it is not a pass
+                unknown.append(f"{label(pod, ctx)}: {why}")
+                continue
+            ev.append(f"{label(pod, ctx)}: not OOMKilled; "
+                      f"{ctx.fact('last_termination_reason').evidence}; "
+                      f"{ctx.fact('memory_limit').evidence}")
+        if unknown:
+            return self.result(Verdict.UNKNOWN, unknown + ev)
         return self.result(Verdict.PASS, ev)
 
 
@@ -173,11 +182,18 @@ def _prometheus_note(inputs: Inputs) -> list[str]:
         if ctx.window is not None:
             out.append(f"window: {ctx.window.source}, {ctx.window.label.split(', ', 1)[1]} "
                        f"ending {ctx.window.end}")
+        elif prom is not None and ctx.telemetry is not None and ctx.telemetry.not_numbers:
+            names = ", ".join(f"{n} {v}" for n, v in sorted(ctx.telemetry.not_numbers.items()))
+            out.append(f"{label(pod)}: {prom.source} answered no numbers for it, only {names} "
+                       "(judged from one scrape of /metrics)")
         elif prom is not None and ctx.metric_values() is not None:
             out.append(f"{label(pod)}: {prom.source} has no vLLM series with namespace="
                        f"{pod.namespace}, pod={pod.name} in the last "
                        f"{prom.label.rsplit(' ', 1)[-1]} (judged from one scrape of /metrics)")
     return list(dict.fromkeys(out))
+
+
+_LATENCY = ("e2e_latency", "ttft", "queue_time", "itl")
 
 
 class P99Latency(Step):
@@ -189,10 +205,16 @@ class P99Latency(Step):
         if missing:
             return missing
         ev: list[str] = []
+        unknown: list[str] = []
         for pod, ctx in _with_metrics(inputs):
+            problems = ctx.metric_problems()
+            unknown += [f"{label(pod)}: {why}" for name, why in problems.items()
+                        if name.startswith(_LATENCY)]
             ev.append(_latency_line(pod, ctx))
             ev.append(f"  {ctx.fact('max_num_batched_tokens').evidence}")
             ev += [f"  now: {line}" for line in _recent_queue(ctx)]
+        if unknown:  # a latency that could not be computed is never a pass
+            return self.result(Verdict.UNKNOWN, list(dict.fromkeys(unknown)) + ev)
         return self.result(Verdict.PASS, ev + _prometheus_note(inputs) + _since_start(inputs))
 
 

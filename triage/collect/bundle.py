@@ -440,7 +440,8 @@ def _prometheus_document(window: PrometheusWindow) -> dict[str, Any]:
         "errors": {k: redact_text(v) for k, v in sorted(window.errors.items())},
         "pods": [{"namespace": ns, "pod": pod, "values": t.values, "by_model": t.by_model,
                   "series": {k: [list(p) for p in v] for k, v in t.series.items()},
-                  "gpus": [redact_object(g) for g in t.gpus], "restarts": t.restarts}
+                  "gpus": [redact_object(g) for g in t.gpus], "restarts": t.restarts,
+                  **({"not_numbers": t.not_numbers} if t.not_numbers else {})}
                  for (ns, pod), t in sorted(window.pods.items())],
     }
 
@@ -460,7 +461,9 @@ def _read_prometheus(source: _Source, budget: list[int]) -> PrometheusWindow:
                 series={str(k): [(float(t), float(v)) for t, v in points]
                         for k, points in (item.get("series") or {}).items()},
                 gpus=[redact_object(g) for g in item.get("gpus") or [] if isinstance(g, dict)],
-                restarts={str(k): float(v) for k, v in (item.get("restarts") or {}).items()})
+                restarts={str(k): float(v) for k, v in (item.get("restarts") or {}).items()},
+                not_numbers={str(k): str(v) for k, v in (item.get("not_numbers") or {}).items()
+                             if v in ("NaN", "+Inf", "-Inf")})
         return PrometheusWindow(
             source=str(data["source"]), window_seconds=float(data["window_seconds"]),
             end=str(data["end"]), step_seconds=float(data.get("step_seconds") or 60),

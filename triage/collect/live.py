@@ -5,9 +5,13 @@ Uses the official ``kubernetes`` client for configuration (kubeconfig,
 ApiClient for the requests, asking for raw JSON so the snapshot keeps the
 API's own shape. Objects get the structural redaction pass as they are read;
 log and metrics text is redacted where it leaves the tool (report, bundle).
-One list call per kind and namespace, never per pod; everything after the
-first pod list runs concurrently in a bounded pool. A read that fails is
-recorded and the scan goes on.
+Lists are paged as kubectl pages them (``limit`` 500 and the ``continue``
+token, one list per kind and namespace, never a read per pod), and each
+page is filtered as it arrives: pods that are not triaged, events about
+other pods and objects in namespaces with no triaged pod are dropped before
+the next page is read, so memory follows the pods analysed, not the
+cluster. Everything after the pod list runs concurrently in a bounded pool.
+A read that fails is recorded and the scan goes on.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import difflib
 import json
 import logging
 import os
+import signal
 import socket
 import ssl
 import sys
@@ -25,7 +30,7 @@ import warnings
 import zlib
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -34,12 +39,13 @@ from urllib.parse import quote
 
 import regex
 import urllib3
+import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
 
 from triage import __version__, selection, workload
-from triage.collect import ClusterUnreachable, InputError, NamespaceNotFound, transport
+from triage.collect import ClusterUnreachable, InputError, NamespaceNotFound, proxies, transport
 from triage.collect.logtail import keep_end, size_label
 from triage.collect.shape import normalize_items
 from triage.logs import LogSource, decode
@@ -63,6 +69,9 @@ _NAMESPACED_PATHS = {
 }
 # Kinds whose absence (404 on the list) means "not installed", not "failed".
 _OPTIONAL_KINDS = {"inferenceservices"}
+
+# kubectl's --chunk-size: the page size a real API server is used to being asked for.
+PAGE_SIZE = 500
 
 _IN_CLUSTER_NS = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
@@ -193,10 +202,10 @@ def connect(kubeconfig: str | None, context: str | None, timeout: float,
                 raise InputError(f"kubeconfig {path} has no current context; pass --context")
             ctx_name = chosen.get("name")
             namespace = (chosen.get("context") or {}).get("namespace") or namespace
-            k8s_config.load_kube_config(
-                config_file=path, context=ctx_name, client_configuration=cfg, persist_config=False
-            )
-    except InputError:
+            _bounded(lambda: k8s_config.load_kube_config(
+                config_file=path, context=ctx_name, client_configuration=cfg,
+                persist_config=False), timeout, ctx_name, _exec_command(path, chosen))
+    except (InputError, ClusterUnreachable):
         raise
     except Exception as exc:  # yaml errors and anything the loader raises on bad input
         what = "" if isinstance(exc, ConfigException) else f"{exc.__class__.__name__}: "
@@ -212,6 +221,7 @@ def connect(kubeconfig: str | None, context: str | None, timeout: float,
                                  f"{exec_failed.removeprefix('exec:').strip()}")
     for note in log.seen:
         say(f"vllm-triage: warning: kubernetes client: {note}")
+    _choose_proxy(cfg, say)
     cfg.retries = False  # a dead API server must fail fast, not retry for minutes
     cfg.connection_pool_maxsize = 16
     if not cfg.verify_ssl:
@@ -256,6 +266,76 @@ def list_contexts(kubeconfig: str | None) -> list[str]:
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())[:400]
+
+
+def _choose_proxy(cfg: Any, say: Say) -> None:
+    """The proxy as kubectl picks it (triage.collect.proxies), applied to the client; and
+    no credential sent to a proxy over plain http."""
+    from_kubeconfig = cfg.proxy if not getattr(cfg, "_proxy_from_env", False) else None
+    chosen = proxies.proxy_for(str(cfg.host), from_kubeconfig)
+    cfg.proxy = chosen
+    cfg.no_proxy = ""  # decided above: the client must not second-guess it
+    if chosen and str(cfg.host).lower().startswith("http://"):
+        cfg.api_key, cfg.api_key_prefix, cfg.refresh_api_key_hook = {}, {}, None
+        cfg.username = cfg.password = ""
+        say(f"vllm-triage: warning: the API server {cfg.host} is plain http and reached "
+            f"through the proxy {redact_text(chosen)}: no credentials are sent (they would "
+            "cross the proxy in clear)")
+
+
+def _bounded(load: Callable[[], None], timeout: float, context: str | None,
+             command: str) -> None:
+    """Load the kubeconfig, which runs its exec credential plugin, within --request-timeout:
+    a plugin that never returns (a login prompt with no terminal) is named and stopped."""
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            load()
+        except BaseException as exc:  # handed to the waiting thread
+            failure.append(exc)
+    worker = threading.Thread(target=run, name="kubeconfig-load", daemon=True)
+    before = _children()
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        for pid in _children() - before:  # the plugin this load started, and nothing else
+            with suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
+        raise ClusterUnreachable(
+            f"the exec credential plugin of context {context!r}"
+            + (f" ({command})" if command else "")
+            + f" did not return within --request-timeout {timeout:g}s")
+    if failure:
+        raise failure[0]
+
+
+def _children() -> set[int]:
+    """This process's child processes (Linux /proc; empty elsewhere)."""
+    out: set[int] = set()
+    me = os.getpid()
+    with suppress(OSError):
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            with suppress(OSError, ValueError, IndexError):
+                stat_text = Path(f"/proc/{entry}/stat").read_text()
+                if int(stat_text.rsplit(")", 1)[1].split()[1]) == me:
+                    out.add(int(entry))
+    return out
+
+
+def _exec_command(path: str, context: Obj) -> str:
+    """The exec credential plugin's command of a context's user, "" without one."""
+    user = str((context.get("context") or {}).get("user") or "")
+    for name in (p for p in path.split(os.pathsep) if p):
+        with suppress(Exception):  # the loader reports a broken file itself
+            data = yaml.safe_load(Path(name).read_text()[:1_000_000]) or {}
+            for entry in data.get("users") or []:
+                if isinstance(entry, dict) and entry.get("name") == user:
+                    return str(((entry.get("user") or {}).get("exec") or {}).get("command")
+                               or "")
+    return ""
 
 
 _ERROR_BODY_BYTES = 64 * 1024
@@ -373,6 +453,47 @@ class Reader:
             cap: int | None = None) -> bytes:
         return self.fetch(path, query, accept, cap=cap).data
 
+    def list_items(self, path: str, query: dict[str, Any] | None = None,
+                   keep: Callable[[list[Any]], list[Obj]] | None = None,
+                   on_version: Callable[[str], None] | None = None) -> list[Obj]:
+        """Every item of a list, page by page as kubectl reads it (``limit`` and
+        ``continue``), with ``keep`` applied to each page before the next is read;
+        ``on_version`` is told the list's resourceVersion (its first page's: every page
+        of a list is read at that version).
+
+        A continue token the API server no longer honours (410 Expired: the
+        list's resourceVersion was compacted away) starts the list over once,
+        as client-go's pager does; a second expiry is a failed read saying so.
+        """
+        restarted = False
+        while True:
+            kept: list[Obj] = []
+            token: str | None = None
+            try:
+                while True:
+                    page = self.get_json(path, {**(query or {}), "limit": PAGE_SIZE,
+                                                "continue": token})
+                    items = page.pop("items", None)
+                    items = items if isinstance(items, list) else []
+                    kept += keep(items) if keep is not None else [
+                        i for i in items if isinstance(i, dict)]
+                    del items  # before the next page: one page in memory at a time
+                    list_meta = page.get("metadata")
+                    list_meta = list_meta if isinstance(list_meta, dict) else {}
+                    if token is None and on_version is not None:
+                        on_version(str(list_meta.get("resourceVersion") or ""))
+                    token = str(list_meta.get("continue") or "")
+                    if not token:
+                        return kept
+            except ReadError as exc:
+                if exc.status != 410 or token is None:
+                    raise
+                if restarted:
+                    raise ReadError(410, "the list changed faster than it could be paged: its "
+                                    "continue token expired (410 Expired) again after the "
+                                    f"list was started over ({exc.reason})") from None
+                restarted = True
+
     def get_json(self, path: str, query: dict[str, Any] | None = None) -> Obj:
         body = self.get(path, query)
         try:
@@ -488,6 +609,29 @@ def _status_reason(status: int, body: bytes) -> str:
     return f"{label}: {_one_line(message)}" if message else label
 
 
+def _relevant(kind: str, pods: list[Obj]) -> Callable[[Obj], bool]:
+    """Which listed objects of ``kind`` the triage of ``pods`` can use: those in the pods'
+    namespaces; of events, those about something other than a pod or about one of
+    these pods (by uid, by name where the event gives no uid)."""
+    namespaces = {str(meta(p).get("namespace")) for p in pods}
+    if kind != "events":
+        return lambda obj: str(meta(obj).get("namespace")) in namespaces
+    uids = {str(meta(p).get("uid")) for p in pods if meta(p).get("uid")}
+    names = {(str(meta(p).get("namespace")), str(meta(p).get("name"))) for p in pods}
+
+    def about_triaged(ev: Obj) -> bool:
+        ns = str(meta(ev).get("namespace"))
+        if ns not in namespaces:
+            return False
+        inv = ev.get("involvedObject") or ev.get("regarding") or {}
+        if not isinstance(inv, dict) or inv.get("kind") != "Pod":
+            return True  # owners, nodes, claims: kept for the namespace's pods
+        if inv.get("uid"):
+            return str(inv.get("uid")) in uids
+        return (str(inv.get("namespace") or ns), str(inv.get("name"))) in names
+    return about_triaged
+
+
 def _now() -> str:
     """The collection time, RFC 3339 UTC. SOURCE_DATE_EPOCH (the reproducible-
     builds convention) pins it, so two runs can produce byte-identical reports."""
@@ -535,9 +679,7 @@ class LiveCollector:
             selector=self.opts.selector,
         )
         self.progress(f"listing pods in {ns or 'all namespaces'}")
-        pods = self._list_pods(ns, snap.notes)
-        snap.objects["pods"] = [redact_object(p) for p in selection.select_pods(
-            pods, self.opts.selector)]
+        snap.objects["pods"] = self._list_pods(ns, snap.notes)
         if ns is not None and not snap.objects["pods"]:
             self._no_vllm_pods(ns, snap)
         return snap
@@ -553,18 +695,20 @@ class LiveCollector:
             if exc.status == 404:
                 raise NamespaceNotFound(self._not_found(ns)) from None
             # 403 (a namespaced Role cannot read namespaces): existence unknown, go on
+        counts: dict[str, int] = {}
+
+        def count(items: list[Any]) -> list[Obj]:  # counted page by page, nothing kept
+            for pod in selection.select_pods(normalize_items("pods", items, []),
+                                             self.opts.selector):
+                other = str(meta(pod).get("namespace") or "")
+                if other and other != ns:
+                    counts[other] = counts.get(other, 0) + 1
+            return []
         try:
-            data = self.reader.get_json("/api/v1/pods", {"labelSelector": self.opts.selector})
+            self.reader.list_items("/api/v1/pods", {"labelSelector": self.opts.selector}, count)
         except ReadError as exc:
             snap.elsewhere_unknown = f"listing pods in all namespaces: {exc.reason}"
             return
-        items = data.get("items")
-        pods = normalize_items("pods", items if isinstance(items, list) else [], [])
-        counts: dict[str, int] = {}
-        for pod in selection.select_pods(pods, self.opts.selector):
-            other = str(meta(pod).get("namespace") or "")
-            if other and other != ns:
-                counts[other] = counts.get(other, 0) + 1
         snap.vllm_elsewhere = counts
 
     def _not_found(self, ns: str) -> str:
@@ -675,9 +819,15 @@ class LiveCollector:
         PrometheusCollector(prom, self.progress).collect(snap)
 
     def _list_pods(self, ns: str | None, notes: list[str]) -> list[Obj]:
+        """The triaged pods, redacted; the others are dropped page by page."""
         path = self._ns_path("/api/v1", "pods", ns)
+
+        def keep(items: list[Any]) -> list[Obj]:
+            return [redact_object(p) for p in selection.select_pods(
+                normalize_items("pods", items, notes), self.opts.selector)]
         try:
-            data = self.reader.get_json(path, {"labelSelector": self.opts.selector})
+            return self.reader.list_items(path, {"labelSelector": self.opts.selector}, keep,
+                                          on_version=self._pods_at)
         except ReadError as exc:
             server = self.conn.api.configuration.host
             if exc.kind == "tls" or (exc.kind == "network" and _client_cert(self.conn)):
@@ -704,25 +854,27 @@ class LiveCollector:
                 raise ClusterUnreachable(
                     f"not allowed to list pods in {ns or 'any namespace'}: {exc.reason}") from None
             raise ClusterUnreachable(f"listing pods failed: {exc.reason}") from None
-        items = data.get("items")
-        self.pods_version = str((data.get("metadata") or {}).get("resourceVersion") or "")
-        return normalize_items("pods", items, notes) if isinstance(items, list) else []
+
+    def _pods_at(self, version: str) -> None:
+        self.pods_version = version
 
     def _lister(self, snap: Snapshot, kind: str, path: str,
                 ns: str | None) -> Callable[[], None]:
+        wanted = _relevant(kind, snap.pods())
+
+        def keep(items: list[Any]) -> list[Obj]:
+            return [redact_object(o) for o in normalize_items(kind, items, snap.notes)
+                    if wanted(o)]
+
         def run() -> None:
             try:
-                data = self.reader.get_json(path)
+                snap.objects[kind] = self.reader.list_items(path, keep=keep)
             except ReadError as exc:
                 if exc.status == 404 and kind in _OPTIONAL_KINDS:
                     snap.absent_kinds.add(kind)
                     return
                 snap.failures.append(ReadFailure(f"{kind} ({path})", exc.reason, kind,
                                                  (ns,) if ns is not None else ()))
-                return
-            items = data.get("items")
-            snap.objects[kind] = [redact_object(o) for o in normalize_items(
-                kind, items if isinstance(items, list) else [], snap.notes)]
         return run
 
     def _node_jobs(self, snap: Snapshot, pods: list[Obj]) -> list[Callable[[], None]]:
@@ -740,13 +892,12 @@ class LiveCollector:
             # A Pending pod has no node yet; the candidate nodes (GPU
             # capacity, taints) are what explains why.
             try:
-                data = self.reader.get_json("/api/v1/nodes")
+                nodes = self.reader.list_items("/api/v1/nodes", keep=lambda items: [
+                    redact_object(n) for n in normalize_items("nodes", items, snap.notes)])
             except ReadError as exc:
                 snap.failures.append(ReadFailure("nodes (/api/v1/nodes)", exc.reason, "nodes"))
                 return
-            items = data.get("items")
-            for node in normalize_items("nodes", items if isinstance(items, list) else [],
-                                        snap.notes):
+            for node in nodes:
                 add(node)
 
         def read_one(name: str) -> Callable[[], None]:
@@ -887,7 +1038,8 @@ class LiveCollector:
         ns, name = str(meta(pod).get("namespace")), str(meta(pod).get("name"))
         if (pod.get("status") or {}).get("phase") != "Running":
             return []
-        vllm = selection.triaged_containers(pod, self.opts.selector)
+        vllm = [c for c in selection.triaged_containers(pod, self.opts.selector)
+                if workload.container_kind(pod, str(c.get("name"))) != "init container"]
         running = [c for c in vllm if workload.container_status(pod, str(c.get("name"))).get(
             "state", {}).get("running")]
         if not running:

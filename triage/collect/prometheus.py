@@ -79,7 +79,9 @@ class QueryError(Exception):
     def __init__(self, reason: str, unreachable: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
-        self.unreachable = unreachable  # connection-level: stop asking
+        # Connection-level, a timeout or an answer over the size bound: stop asking (the
+        # next queries of the same kind would cost as much and end the same way).
+        self.unreachable = unreachable
 
 
 def _one_line(text: str) -> str:
@@ -126,7 +128,7 @@ class Client:
                     body += chunk
                     if len(body) > MAX_BODY_BYTES:
                         raise QueryError(f"answer larger than {MAX_BODY_BYTES // 2**20} MiB; "
-                                         "not read")
+                                         "not read", unreachable=True)
                 return resp.status_code, bytes(body)
         except httpx.TimeoutException:
             raise QueryError(f"timed out: no answer within {self.timeout:g}s",
@@ -465,10 +467,12 @@ class PrometheusCollector:
                 return
             window.errors[first_name] = exc.reason
         stop = threading.Event()
+        not_sent: list[str] = []
 
         def run(job: tuple[str, str, dict[str, str]]) -> None:
             name, path, params = job
             if stop.is_set():
+                not_sent.append(name)
                 return
             try:
                 results[name] = client.get_json(path, params)
@@ -482,14 +486,18 @@ class PrometheusCollector:
         if stop.is_set() or not results:
             reason = next(iter(window.errors.values()), "stopped answering")
             what = "every query" if not stop.is_set() else "stopped answering"
+            if not_sent:
+                reason += f"; the other {len(not_sent)} queries were not sent"
             snap.failures.append(ReadFailure(f"Prometheus {source} ({what})", reason, KIND))
             return
 
         combine = {q.name: q.combine for q in instant}
         for q in instant:
-            for sample in _vector(results.get(q.name)):
-                labels, value = sample
+            for labels, raw in _samples(results.get(q.name)):
                 key = (labels.get("namespace", ""), labels.get("pod", ""))
+                value = _number(raw)
+                if key in wanted and value is None and _non_number(raw):
+                    tele(key).not_numbers[q.name] = str(_non_number(raw))
                 if key not in wanted or value is None:
                     continue
                 model = labels.get("model_name", "")
@@ -588,12 +596,28 @@ def _results(data: Any, kind: str) -> Iterator[tuple[dict[str, str], dict[str, A
             yield {str(k): str(v) for k, v in (item.get("metric") or {}).items()}, item
 
 
-def _vector(data: Any) -> list[tuple[dict[str, str], float | None]]:
+def _samples(data: Any) -> list[tuple[dict[str, str], Any]]:
+    """(labels, the value as Prometheus wrote it) of each series of a vector answer."""
     out = []
     for labels, item in _results(data, "vector"):
         value = item.get("value") or [None, None]
-        out.append((labels, _number(value[1] if len(value) > 1 else None)))
+        out.append((labels, value[1] if isinstance(value, list) and len(value) > 1 else None))
     return out
+
+
+def _vector(data: Any) -> list[tuple[dict[str, str], float | None]]:
+    return [(labels, _number(raw)) for labels, raw in _samples(data)]
+
+
+def _non_number(raw: Any) -> str | None:
+    """"NaN", "+Inf" or "-Inf" for a value Prometheus answered as one, else None."""
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        return None
+    if math.isnan(value):
+        return "NaN"
+    return ("+Inf" if value > 0 else "-Inf") if math.isinf(value) else None
 
 
 def _matrix(data: Any) -> list[tuple[dict[str, str], list[tuple[float, float]]]]:

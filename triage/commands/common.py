@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import sys
 import tempfile
 import traceback
@@ -129,7 +130,13 @@ def emit(report: Report, output: Output, output_file: Path | None, quiet: bool =
     render["table"] = lambda r, color: table.render(r, color, width=terminal_width())
     if output.value not in render:
         fail(f"output format {output.value!r} is not available in this build", EXIT_USAGE)
-    if output_file is not None:
+    if output_file is not None and is_stdout(output_file):
+        sys.stdout.write(render[output.value](report, False))  # written through, not replaced
+    elif output_file is not None:
+        refused = not_a_report_file(output_file)
+        if refused:
+            fail(f"--output-file {output_file}: {refused}; not replaced (give a regular "
+                 "file or a new path, or - for stdout)", EXIT_USAGE)
         text = render[output.value](report, False)
         try:
             write_atomically(output_file, text.encode("utf-8"))
@@ -142,6 +149,35 @@ def emit(report: Report, output: Output, output_file: Path | None, quiet: bool =
     else:
         sys.stdout.write(render[output.value](report, output is Output.table and use_color()))
     sys.stdout.flush()
+
+
+def is_stdout(path: Path) -> bool:
+    """``-``, or a name for this process's stdout (``/dev/stdout``, ``/proc/self/fd/1``)."""
+    if str(path) == "-":
+        return True
+    try:
+        return os.path.samestat(os.stat(path), os.fstat(sys.stdout.fileno()))
+    except (OSError, ValueError):
+        return False
+
+
+_KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISDIR, "a directory"))
+
+
+def not_a_report_file(path: Path) -> str | None:
+    """Why a report must not replace what is at ``path`` (a device, a pipe, a link to
+    one), or None for a regular file, a link to one, or a new path."""
+    try:
+        st = os.stat(path)  # through a link: what it points at
+    except OSError:
+        return None  # a new path, or a dangling link (replaced)
+    what = next((name for test, name in _KINDS if test(st.st_mode)), None)
+    if what is None:
+        return None
+    return f"{'a link to ' if path.is_symlink() else ''}{what}" \
+        f"{f' ({os.path.realpath(path)})' if path.is_symlink() else ''}"
 
 
 def write_atomically(path: Path, data: bytes) -> None:

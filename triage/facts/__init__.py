@@ -139,6 +139,28 @@ class ContainerContext:
     def status(self) -> Obj:
         return workload.container_status(self.pod, self.name)
 
+    @cached_property
+    def kind(self) -> str:
+        """"container", "init container" or "sidecar container"."""
+        return workload.container_kind(self.pod, self.name)
+
+    @property
+    def status_field(self) -> str:
+        return "containerStatuses" if self.kind == "container" else "initContainerStatuses"
+
+    @property
+    def label(self) -> str:
+        """How evidence names it: ``vllm``, ``init container storage-initializer``."""
+        return self.name if self.kind == "container" else f"{self.kind} {self.name}"
+
+    def no_status(self) -> str | None:
+        """Why nothing is known of the container's state: the API reports no status for it."""
+        phase = (self.pod.get("status") or {}).get("phase") or "no phase"
+        if self.status or phase == "Pending":  # Pending: it has not run, and that is known
+            return None
+        return (f"the API reports no status for {self.kind} {self.name} (pod {phase}, no "
+                f"{self.status_field} entry), so its state is not known")
+
     def log_failure(self, stream: str) -> str | None:
         """Why a log stream that exists could not be read; None when read or absent."""
         if self.snapshot.log(self.namespace, self.pod_name, self.name, stream) is not None:
@@ -220,6 +242,29 @@ class ContainerContext:
         if view is None or view.error:
             return None
         return view.derived()
+
+    def metric_problems(self) -> dict[str, str]:
+        """Metric names that were read but are not numbers, and why: a histogram with no
+        +Inf bucket, a NaN or Inf value. They are unknown, never absent (absent reads as
+        "nothing happened")."""
+        out: dict[str, str] = {}
+        tele = self.telemetry
+        if self._given_metrics is None and tele is not None and tele.not_numbers:
+            source = self.snapshot.prometheus.label if self.snapshot.prometheus else "Prometheus"
+            for name, what in tele.not_numbers.items():
+                logical = name.rsplit("_", 1)[0]
+                if name.endswith(("_p50", "_p90", "_p99")) and \
+                        not tele.values.get(f"{logical}_count"):
+                    continue  # no requests in the window: histogram_quantile is NaN, rightly
+                hint = (" (histogram_quantile answers NaN for a histogram with no +Inf "
+                        "bucket)" if what == "NaN" and name.endswith(("_p50", "_p90", "_p99"))
+                        else "")
+                out[name] = f"{source}: {name} is {what}{hint}"
+        if self.window is None and self._given_metrics is None and self.metrics is not None \
+                and not self.metrics.error:
+            for name, why in self.metrics.problems().items():
+                out.setdefault(name, f"one scrape of /metrics: {why}")
+        return out
 
     def metrics_source(self) -> str:
         """Where metric_values come from, the way evidence names it."""

@@ -117,8 +117,11 @@ def container_started(ctx: ContainerContext) -> Measured:
     state = ctx.status.get("state") or {}
     ran = bool(state.get("running") or state.get("terminated") or _last_termination(ctx))
     if ran:
-        return Measured(True, f"container {ctx.name} has run")
-    return Measured(False, f"{workload.pod_state(ctx.pod)}, the container has not started, "
+        return Measured(True, f"{ctx.kind} {ctx.name} has run")
+    why = ctx.no_status()
+    if why:
+        return Measured(False, f"{why}; no log is read")
+    return Measured(False, f"{workload.pod_state(ctx.pod)}, the {ctx.kind} has not started, "
                            "so there is no log")
 
 

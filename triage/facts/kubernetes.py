@@ -22,7 +22,7 @@ import regex
 from triage import workload
 from triage.facts import ContainerContext, Measured, Unmeasurable, fact
 from triage.facts.container import shm_location
-from triage.snapshot import PREVIOUS, Obj, meta
+from triage.snapshot import PREVIOUS, Obj, event_times, meta
 
 
 def parse_time(text: Any) -> datetime | None:
@@ -131,7 +131,8 @@ def _pod_events(ctx: ContainerContext) -> list[Obj]:
     why = ctx.events_failure()
     if why:
         raise Unmeasurable(why)
-    return list(ctx.snapshot.events_about("Pod", ctx.namespace, ctx.pod_name))
+    return list(ctx.snapshot.events_about("Pod", ctx.namespace, ctx.pod_name,
+                                          str(meta(ctx.pod).get("uid") or "")))
 
 
 @fact("image_pull_seconds", unit="seconds", scope="container",
@@ -153,9 +154,9 @@ def image_pull_seconds(ctx: ContainerContext) -> Measured:
             took = go_duration_seconds(pulled.group("took"))
             if took is None:
                 continue
-            when = ev.get("lastTimestamp") or ev.get("eventTime") or ""
+            when = event_times(ev).last or ""
             # The kubelet's whole sentence (sizes, "including waiting") is noise per pod.
-            detail = f"kubelet Pulled event {when}".rstrip()
+            detail = f"kubelet Pulled event {when}{ctx.snapshot.clock_skew(when)}".rstrip()
             if longest is None or took > longest[0]:
                 longest = (took, detail)
             continue

@@ -29,7 +29,7 @@ from triage import workload
 from triage.facts import LOG_QUERIES, ContainerContext
 from triage.logs import LogLine, Query
 from triage.results import GpuBudget, TimelineEvent, WindowSeries
-from triage.snapshot import CURRENT, PREVIOUS, meta
+from triage.snapshot import CURRENT, PREVIOUS, event_times, meta, parse_rfc3339
 from triage.startup import StartupReport
 
 _VLLM_STAMP = regex.compile(r"\b(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b")
@@ -49,14 +49,7 @@ ERROR_LINES = LOG_QUERIES.add(Query(regex.compile("."), frozenset({"ERROR", "CRI
 CAPACITY = LOG_QUERIES.add(Query(_TOTAL_CAPACITY))
 
 
-def parse_time(stamp: Any) -> datetime | None:
-    if not isinstance(stamp, str) or not stamp:
-        return None
-    try:
-        when = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+parse_time = parse_rfc3339  # an RFC 3339 time of the API (UTC when it names no zone)
 
 
 def iso(when: datetime) -> str:
@@ -191,28 +184,30 @@ def _event_label(reason: str, message: str, default: str) -> str:
 
 def _events(ctx: ContainerContext) -> list[TimelineEvent]:
     out: list[TimelineEvent] = []
-    subjects: list[tuple[str, str]] = [("Pod", ctx.pod_name)]
-    subjects += [(str(o.get("kind")), str(meta(o).get("name")))
+    subjects: list[tuple[str, str, str]] = [("Pod", ctx.pod_name,
+                                             str(meta(ctx.pod).get("uid") or ""))]
+    subjects += [(str(o.get("kind")), str(meta(o).get("name")), str(meta(o).get("uid") or ""))
                  for o in workload.owner_chain(ctx.snapshot, ctx.pod)]
-    for kind, name in subjects:
-        for ev in ctx.snapshot.events_about(kind, ctx.namespace, name):
+    for kind, name, uid in subjects:
+        for ev in ctx.snapshot.events_about(kind, ctx.namespace, name, uid):
             reason = str(ev.get("reason") or "")
             mapped = _EVENT_KINDS.get(reason)
             if mapped is None:
                 continue
             message = str(ev.get("message") or ev.get("note") or "")
-            first = parse_time(ev.get("firstTimestamp")) or parse_time(ev.get("eventTime")) or \
-                parse_time(meta(ev).get("creationTimestamp"))
-            last = parse_time(ev.get("lastTimestamp")) or first
+            seen = event_times(ev)
+            first, last = parse_time(seen.first), parse_time(seen.last)
             if first is None:
                 continue
-            count = int(ev.get("count") or (ev.get("series") or {}).get("count") or 1)
+            last = last or first
+            count = seen.count
             label = _event_label(reason, message, mapped[1])
             if count > 1:
                 label += f" (x{count})"
+            skew = ctx.snapshot.clock_skew(seen.last)
             out.append(TimelineEvent(
-                iso(first), mapped[0], label, f"event {reason} on {kind}/{name}: "
-                f"{_short(message)}", until=iso(last) if last and last != first else None,
+                iso(first), mapped[0], label, f"event {reason} on {kind}/{name}{skew}: "
+                f"{_short(message)}", until=iso(last) if last != first else None,
                 count=count))
     return out
 

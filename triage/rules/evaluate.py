@@ -46,7 +46,7 @@ from triage.rules.language import (
     RootCauseLeaf,
     walk,
 )
-from triage.snapshot import LOG_STREAMS, Obj, Snapshot, meta
+from triage.snapshot import LOG_STREAMS, Obj, Snapshot, event_times, meta
 
 REGISTRY_UNITS = {name: spec.unit for name, spec in REGISTRY.items()}
 # No single regex search may take longer than this: a pattern that hits it
@@ -244,7 +244,7 @@ class Evaluator:
             return _unknown(f"needs {what}: {static}")
         at: tuple[Location, ...] = ()
         if leaf.scope == "container":
-            obj, label = ctx.status, f"containerStatuses[{ctx.name}]"
+            obj, label = ctx.status, f"{ctx.status_field}[{ctx.name}]"
         elif leaf.scope == "pod":
             obj, label = ctx.pod, f"pod {ctx.pod_name}"
             at = (ctx.pod_field(*leaf.path),)
@@ -264,11 +264,13 @@ class Evaluator:
     def event(self, leaf: EventLeaf, ctx: ContainerContext, pid: str) -> Outcome:
         events: list[Obj] = []
         if leaf.about in ("pod", "any"):
-            events += ctx.snapshot.events_about("Pod", ctx.namespace, ctx.pod_name)
+            events += ctx.snapshot.events_about("Pod", ctx.namespace, ctx.pod_name,
+                                                str(meta(ctx.pod).get("uid") or ""))
         if leaf.about in ("owner", "any"):
             for owner in workload.owner_chain(ctx.snapshot, ctx.pod):
                 events += ctx.snapshot.events_about(str(owner.get("kind")), ctx.namespace,
-                                                    str(meta(owner).get("name")))
+                                                    str(meta(owner).get("name")),
+                                                    str(meta(owner).get("uid") or ""))
         out: list[str] = []
         for ev in events:
             if leaf.type and ev.get("type") != leaf.type:
@@ -283,12 +285,11 @@ class Evaluator:
                     continue
             except TimeoutError:
                 continue
-            inv = ev.get("involvedObject") or {}
-            count = ev.get("count") or (ev.get("series") or {}).get("count") or 1
-            when = ev.get("lastTimestamp") or ev.get("eventTime") or meta(ev).get(
-                "creationTimestamp")
+            inv = ev.get("involvedObject") or ev.get("regarding") or {}
+            seen = event_times(ev)
+            skew = ctx.snapshot.clock_skew(seen.last)
             item = (f"event {ev.get('type', '')} {reason} on {inv.get('kind')}/{inv.get('name')}"
-                    f" (x{count}, last {when}): {parse_line(0, message).raw}")
+                    f" (x{seen.count}, last {seen.last}{skew}): {parse_line(0, message).raw}")
             if item not in out:
                 out.append(item)
         if out:
@@ -339,7 +340,8 @@ class Evaluator:
         values = ctx.metric_values()
         value = values.get(leaf.name) if values is not None else None
         if value is None:
-            return FALSE
+            problem = ctx.metric_problems().get(leaf.name)
+            return _unknown(problem) if problem else FALSE
         if leaf.comparison is not None and not compare(value, leaf.comparison):
             return FALSE
         return _true(f"{describe(leaf.name, value)} ({ctx.metrics_source()})")

@@ -1,0 +1,110 @@
+"""Issue 16, "Cost grows with matching lines, not bytes" and "Crashes in logs that are read
+but not seen": the per-match work (line, level, time, context) is done for the matches
+kept, a count for the rest; the end of every line is read, and carriage-return redraws
+are lines of their own, in live scans, bundles and directories alike."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench import dense
+from tests.conftest import replay, run_cli
+from tests.fixturekit import CUDA_OOM_POD, copy_fixture
+from tests.test_logs import QUERIES, scanned
+from triage import logs
+from triage.facts.timeline import EXCEPTIONS
+from triage.logs import LogSource, scan
+
+OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 160.00 MiB. GPU 0 has a "
+       "total capacity of 22.03 GiB of which 91.06 MiB is free.")
+
+
+@pytest.mark.parametrize("shape", dense.SHAPES)
+def test_why_cost_grows_with_bytes_not_matches(shape: str,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: every matching line was parsed, numbered and looked back from (up to 200
+    lines) for its time: 6.5 s per MiB when every line is an error. Now a line is parsed
+    only for a match that is kept (the first and last few per query) or to decide a few
+    sparse candidates; the rest are counted."""
+    data = dense.block(shape, lines=30_000)
+    parsed = 0
+    real = logs.parse_line
+
+    def counting(*args: Any, **kwargs: Any) -> logs.LogLine:
+        nonlocal parsed
+        parsed += 1
+        return real(*args, **kwargs)
+    monkeypatch.setattr(logs, "parse_line", counting)
+    index = scan(LogSource(data=data), QUERIES)
+    exceptions = sum(1 for line in data.decode().splitlines()
+                     if EXCEPTIONS.regex.search(line) and not line.startswith("("))
+    if shape != "stamped":  # stamped lines put the exception after vLLM's prefix
+        assert index.result(EXCEPTIONS).count == exceptions
+    assert parsed < 3_000, parsed  # of 30,000 lines, nearly all of them matches
+
+
+@pytest.mark.parametrize("shape", dense.SHAPES)
+def test_dense_logs_give_the_same_answers_every_way(shape: str, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "dense.log"
+    path.write_bytes(dense.block(shape, lines=6_000) + OOM.encode() + b"\n")
+    source = LogSource(path=path)
+    reference = scanned(source, QUERIES, monkeypatch, "python")
+    assert scanned(source, QUERIES, monkeypatch, "hyperscan") == reference
+    assert scanned(source, QUERIES, monkeypatch, "hyperscan", block=20_011) == reference
+    assert scanned(source, QUERIES, monkeypatch, "python", block=20_011) == reference
+
+
+BAR = b"Loading safetensors checkpoint shards:  37% Completed | 3/8 [00:15<00:25, 5.00s/it]"
+LOGS = {
+    # 10,000 tqdm redraws, then the crash printed where the last redraw ended.
+    "redraws": b"INFO 11-28 03:06:40 [core.py:58] start\n" + (BAR + b"\r") * 10_000
+    + OOM.encode() + b"\n" + b"INFO 11-28 03:06:58 [core.py:61] shutting down\n",
+    # A log whose lines are separated by carriage returns only.
+    "carriage-returns-only": b"\r".join([b"INFO 11-28 03:06:40 [core.py:58] line %d" % i
+                                         for i in range(2_000)] + [OOM.encode()]
+                                        + [b"INFO 11-28 03:06:58 [core.py:61] done"] * 5),
+    # The crash at the end of a line longer than a block (9 MiB).
+    "end-of-a-huge-line": b"INFO 11-28 03:06:40 [core.py:58] start\n"
+    + b"x" * (9 * 1024 * 1024) + b" " + OOM.encode() + b"\n",
+}
+
+
+def _with_previous_log(root: Path, data: bytes) -> Path:
+    (root / "logs" / "llm" / CUDA_OOM_POD / "vllm.previous.log").write_bytes(data)
+    return root
+
+
+def _step2(report: dict[str, Any]) -> dict[str, Any]:
+    step: dict[str, Any] = report["checklist"][1]
+    return step
+
+
+@pytest.mark.parametrize("name", sorted(LOGS))
+def test_why_crashes_read_but_not_seen_are_seen_in_a_directory(name: str,
+                                                               tmp_path: Path) -> None:
+    """Before: only the first 16 KB of an over-long line was kept: step 2 said "no CUDA
+    out-of-memory error"."""
+    root = _with_previous_log(copy_fixture(tmp_path / "fx"), LOGS[name])
+    run = run_cli("analyze", str(root), "-o", "json")
+    assert run.code == 1, run.stderr
+    assert _step2(run.json())["verdict"] == "fail", _step2(run.json())
+    assert "cuda-oom" in {f["id"] for p in run.json()["pods"] for f in p["findings"]}
+
+
+@pytest.mark.parametrize("name", ["redraws", "carriage-returns-only"])
+def test_why_crashes_read_but_not_seen_are_seen_live_and_in_a_bundle(name: str,
+                                                                     tmp_path: Path) -> None:
+    root = _with_previous_log(copy_fixture(tmp_path / "fx"), LOGS[name])
+    bundle = tmp_path / "bundle.tar.gz"
+    with replay(root, tmp_path) as (_server, kc):
+        live = run_cli("scan", "--kubeconfig", str(kc), "-o", "json")
+        collected = run_cli("collect", "--kubeconfig", str(kc), "-o", str(bundle))
+    assert collected.code == 0, collected.stderr
+    offline = run_cli("analyze", str(bundle), "-o", "json")
+    for run in (live, offline):
+        assert run.code == 1, run.stderr
+        assert _step2(run.json())["verdict"] == "fail"

@@ -1,0 +1,139 @@
+"""Issue 16, "Network and credentials, unlike kubectl": proxies as client-go picks them,
+no credential sent to a proxy over plain http, an exec plugin bounded by the timeout."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+import yaml
+
+from tests.conftest import replay, run_cli
+from triage.collect.proxies import no_proxy_matches, proxy_for
+
+DEAD_PROXY = "http://127.0.0.1:9"  # nothing listens on the discard port
+
+
+def test_why_https_proxy_is_not_applied_to_a_loopback_api_server(tmp_path: Path) -> None:
+    """Before: kind, minikube, k3d or an ssh tunnel behind a corporate proxy failed with
+    exit 3 where kubectl works: HTTPS_PROXY was applied to 127.0.0.1."""
+    with replay("cuda-oom", tmp_path) as (_server, kc):
+        run = run_cli("scan", "--kubeconfig", str(kc), "-o", "json",
+                      env={"HTTPS_PROXY": DEAD_PROXY, "https_proxy": DEAD_PROXY})
+    assert run.code == 1, run.stderr
+    assert run.json()["pods"]
+
+
+def test_why_kubeconfig_proxy_url_wins_over_no_proxy(tmp_path: Path) -> None:
+    """Before: the kubeconfig's proxy-url was skipped when NO_PROXY matched the server."""
+    with replay("cuda-oom", tmp_path) as (_server, kc):
+        config = yaml.safe_load(kc.read_text())
+        config["clusters"][0]["cluster"]["proxy-url"] = DEAD_PROXY
+        kc.write_text(yaml.safe_dump(config))
+        run = run_cli("scan", "--kubeconfig", str(kc), "-o", "json", "--request-timeout", "5s",
+                      env={"NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"})
+    assert run.code == 3, (run.code, run.stderr)
+    assert "Traceback" not in run.stderr
+
+
+class _Proxy(BaseHTTPRequestHandler):
+    seen: ClassVar[list[dict[str, str]]] = []
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        _Proxy.seen.append({k.lower(): v for k, v in self.headers.items()})
+        body = b'{"kind":"Status","code":502,"message":"proxy: upstream unreachable"}'
+        self.send_response(502)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@contextmanager
+def http_proxy() -> Iterator[str]:
+    _Proxy.seen = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Proxy)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _kubeconfig(path: Path, server: str, user: dict[str, Any]) -> Path:
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "k", "cluster": {"server": server}}],
+        "users": [{"name": "u", "user": user}],
+        "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u",
+                                               "namespace": "llm"}}]}))
+    return path
+
+
+def test_why_no_credential_is_sent_to_a_proxy_over_plain_http(tmp_path: Path) -> None:
+    """Before: against an http:// server the bearer token went to the proxy in clear."""
+    kc = _kubeconfig(tmp_path / "kubeconfig", "http://api.cluster.example:8080",
+                     {"token": "plain-http-token-must-stay-home"})
+    with http_proxy() as proxy:
+        run = run_cli("scan", "--kubeconfig", str(kc), "-o", "json", "--request-timeout", "5s",
+                      env={"HTTP_PROXY": proxy, "http_proxy": proxy})
+    assert _Proxy.seen, run.stderr  # the request did go through the proxy
+    assert not any("authorization" in headers for headers in _Proxy.seen), _Proxy.seen
+    assert run.code == 3 and "no credentials are sent" in run.stderr, run.stderr
+    assert "plain-http-token" not in run.stdout + run.stderr
+
+
+def test_why_a_hanging_exec_plugin_is_bounded_and_named(tmp_path: Path) -> None:
+    """Before: an exec credential plugin that never returned hung the tool past
+    --request-timeout with no message."""
+    kc = _kubeconfig(tmp_path / "kubeconfig", "https://127.0.0.1:6443", {"exec": {
+        "apiVersion": "client.authentication.k8s.io/v1beta1", "command": sys.executable,
+        "args": ["-c", "import time; time.sleep(120)"], "interactiveMode": "Never"}})
+    started = time.monotonic()
+    run = run_cli("scan", "--kubeconfig", str(kc), "-o", "json", "--request-timeout", "2s",
+                  timeout=100)
+    took = time.monotonic() - started
+    assert run.code == 3, (run.code, run.stderr)
+    assert "exec credential plugin" in run.stderr and "did not return within" in run.stderr
+    assert "--request-timeout 2s" in run.stderr and "Traceback" not in run.stderr
+    assert took < 60, took
+
+
+@pytest.mark.parametrize(("host", "port", "rule", "matches"), [
+    ("api.corp.example", 443, "corp.example", True),
+    ("api.corp.example", 443, ".corp.example", True),
+    ("corp.example", 443, ".corp.example", False),
+    ("10.1.2.3", 6443, "10.0.0.0/8", True),
+    ("10.1.2.3", 6443, "10.1.2.3:443", False),
+    ("10.1.2.3", 6443, "10.1.2.3:6443", True),
+    ("api.other.example", 443, "corp.example", False),
+    ("anything", 443, "*", True),
+])
+def test_no_proxy_as_go_reads_it(host: str, port: int, rule: str, matches: bool) -> None:
+    assert no_proxy_matches(host, port, rule) is matches
+
+
+def test_proxy_for_as_client_go(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY",
+                 "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTPS_PROXY", "proxy.corp:3128")
+    monkeypatch.setenv("NO_PROXY", ".internal")
+    assert proxy_for("https://api.corp.example", None) == "http://proxy.corp:3128"
+    assert proxy_for("https://localhost:6443", None) is None
+    assert proxy_for("https://[::1]:6443", None) is None
+    assert proxy_for("https://k8s.internal", None) is None
+    assert proxy_for("http://api.corp.example", None) is None  # HTTP_PROXY is not set
+    assert proxy_for("https://127.0.0.1", "http://jump:8080") == "http://jump:8080"
