@@ -400,5 +400,6 @@ from triage.facts import node as _node  # noqa: E402,F401
 from triage.facts import probes as _probes  # noqa: E402,F401
 from triage.facts import progress as _progress  # noqa: E402,F401
 from triage.facts import rollout as _rollout  # noqa: E402,F401
+from triage.facts import sizing as _sizing  # noqa: E402,F401
 from triage.facts import telemetry as _telemetry  # noqa: E402,F401
 from triage.facts import timeline as _timeline  # noqa: E402,F401  (its log queries)

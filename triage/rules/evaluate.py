@@ -27,6 +27,7 @@ from triage.linetime import without_kubelet_time
 from triage.logs import LogLine, Query, QuerySet, parse_line
 from triage.metrics import describe
 from triage.results import Finding, Location, Severity, Unevaluated, Verdict
+from triage.rules import fixes
 from triage.rules.fields import dig_path
 from triage.rules.language import (
     LOG_LEVELS,
@@ -697,11 +698,16 @@ def classify(snapshot: Snapshot, patterns: tuple[Pattern, ...],
     still being read. Without it, the snapshot's pods in order.
     """
     order = {id(pod): i for i, pod in enumerate(snapshot.pods())}
+    by_id = {p.id: p for p in patterns}
     done: dict[int, tuple[PodDiagnosis, list[str]]] = {}
     for pod in snapshot.pods() if arrivals is None else arrivals:
         warnings: list[str] = []
         diag = PodDiagnosis(pod, contexts(pod))
-        diagnose(Evaluator(warnings), patterns, diag)
+        evaluator = Evaluator(warnings)
+        diagnose(evaluator, patterns, diag)
+        # Fixes read the same facts and logs: computed before the logs are released.
+        fixes.attach(by_id, diag, lambda cond, ctx, f, d=diag, e=evaluator:
+                     e.evaluate(cond, ctx, d, f.id).true)
         for ctx in diag.contexts:
             ctx.release_logs()
         done[order[id(pod)]] = (diag, warnings)
