@@ -2,7 +2,7 @@
 
 It speaks enough of the real API for the official Python client and for
 real ``kubectl`` (discovery, list/get with label and field selectors, Table
-output, pod logs with ``previous``/``tailLines``/``limitBytes``, the pod
+output, pod logs with ``previous``/``tailLines``/``limitBytes``/``timestamps``, the pod
 proxy) over HTTP with bearer-token auth. Only GET is served; every request
 is logged so tests can prove the tool never writes.
 
@@ -56,6 +56,7 @@ import ssl
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -784,21 +785,36 @@ class Handler(BaseHTTPRequestHandler):
         size = path.stat().st_size
         tail = query.get("tailLines")
         start = _tail_start(path, int(tail)) if tail and tail.isdigit() else 0
-        length = size - start
         limit = query.get("limitBytes")
-        if limit and limit.isdigit() and not self.server.fixture.faults.get("ignore_limit_bytes"):
-            length = min(length, int(limit))
+        cap = int(limit) if limit and limit.isdigit() and \
+            not self.server.fixture.faults.get("ignore_limit_bytes") else None
+        # timestamps=true: the kubelet's RFC3339Nano time and a space before each line.
+        # A fixture log holds them (as `collect` writes it); a log a test wrote without
+        # them gets the container run's start time on every line.
+        stamped = _has_kubelet_times(path)
+        want = query.get("timestamps") == "true"
+        if stamped and not want:
+            body = strip_kubelet_times(path.read_bytes()[start:])
+            self._send(200, body[:cap] if cap is not None else body, "text/plain")
+            return
+        prefix = b""
+        if want and not stamped:
+            run = (last or {}) if previous or not (state.get("running") or
+                                                   state.get("terminated")) else \
+                (state.get("running") or state.get("terminated") or {})
+            prefix = str(run.get("startedAt") or "1970-01-01T00:00:00Z").replace(
+                "Z", ".000000000Z").encode() + b" "
+        total = size - start + len(prefix) * _line_starts(path, start, size)
+        length = total if cap is None else min(total, cap)
         self.send_response(200)
         self.send_header("Content-Type", "text/plain")
         self.send_header("Content-Length", str(length))
         self.end_headers()
         with path.open("rb") as fh, contextlib.suppress(OSError, ssl.SSLError):
-            fh.seek(start)
-            while length > 0:
-                chunk = fh.read(min(length, 1 << 20))
-                if not chunk:
+            for chunk in _timed_chunks(fh, start, size, prefix):
+                if length <= 0:
                     break
-                self.wfile.write(chunk)
+                self.wfile.write(chunk[:length])
                 length -= len(chunk)
 
     def _pod_proxy(self, ns: str, pod: dict[str, Any], target: str, path: str) -> None:
@@ -871,6 +887,68 @@ class Handler(BaseHTTPRequestHandler):
         return {"kind": "APIResourceList", "apiVersion": "v1",
                 "groupVersion": f"{group}/{version}" if group else version,
                 "resources": resources}
+
+
+_KUBELET_TIME = re.compile(rb"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d) ",
+                           re.MULTILINE)
+
+
+def _has_kubelet_times(path: Path) -> bool:
+    """Whether a log file holds the kubelet's time in front of its lines."""
+    with path.open("rb") as fh:
+        return _KUBELET_TIME.match(fh.read(64)) is not None
+
+
+def strip_kubelet_times(data: bytes) -> bytes:
+    """A log as ``kubectl logs`` shows it without ``--timestamps``."""
+    return _KUBELET_TIME.sub(b"", data)
+
+
+def _line_starts(path: Path, start: int, end: int) -> int:
+    """Lines that begin in [start, end): one at start, one after each newline but the last
+    byte's."""
+    if end <= start:
+        return 0
+    count = 1
+    with path.open("rb") as fh:
+        fh.seek(start)
+        pos = start
+        while pos < end - 1:
+            block = fh.read(min(1 << 20, end - 1 - pos))
+            if not block:
+                break
+            count += block.count(b"\n")
+            pos += len(block)
+    return count
+
+
+def _timed_chunks(fh: Any, start: int, end: int, prefix: bytes) -> Iterator[bytes]:
+    """The bytes of [start, end) with ``prefix`` before every line (none: as they are),
+    streamed: a 256 MiB log is never held whole."""
+    fh.seek(start)
+    pos, fresh = start, True
+    while pos < end:
+        chunk = fh.read(min(1 << 20, end - pos))
+        if not chunk:
+            return
+        if not prefix:
+            pos += len(chunk)
+            yield chunk
+            continue
+        out = bytearray()
+        offset = 0
+        for i, part in enumerate(chunk.split(b"\n")):
+            if i:
+                out += b"\n"
+                offset += 1
+                fresh = True
+            if fresh and pos + offset < end:
+                out += prefix
+            fresh = False
+            out += part
+            offset += len(part)
+        pos += len(chunk)
+        yield bytes(out)
 
 
 def _tail_start(path: Path, lines: int) -> int:

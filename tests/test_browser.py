@@ -177,3 +177,31 @@ def test_hostile_report_renders(tmp_path: Path) -> None:
                     encoding="utf-8")
     _w, _h, rows = screenshot(page, DESKTOP, tmp_path)
     assert count(rows, WEIGHTS) > 0.1 * DESKTOP * 20
+
+
+FIX_GREEN = (0xEC, 0xFD, 0xF3)  # a card's fix box
+CRITICAL_RED = (0xB4, 0x23, 0x18)  # a critical card's left border
+
+
+@pytest.mark.parametrize("name", ["cuda-oom", "kv-cache-too-small-v1",
+                                  "probe-kill-vs-crash-while-loading", "busy-namespace"])
+def test_first_900_px_show_the_failure_and_its_fix(name: str, tmp_path: Path) -> None:
+    """In Chromium, the top 900 px of the page hold a critical card and its fix box; in the
+    markup, the card (failure, proof, fix with its number) comes before the pods."""
+    page = tmp_path / f"{name}.html"
+    run = run_cli("analyze", str(FIXTURES / name), "-o", "html", "--output-file", str(page))
+    assert run.code == 1, run.stderr
+    shot = tmp_path / f"{name}-first.png"
+    chromium(f"--window-size={DESKTOP},900", f"--screenshot={shot}", page.as_uri(),
+             profile=tmp_path / "profile-first")
+    width, height, rows = decode_png(shot.read_bytes())
+    assert (width, height) == (DESKTOP, 900)
+    assert count(rows, FIX_GREEN) > 0.3 * width * 40  # a fix box, in area
+    assert count(rows, CRITICAL_RED) > 5 * 60  # a critical card's border
+    text = page.read_text(encoding="utf-8")
+    cards, pods = text.index('class="cards"'), text.index("<h2>Pods</h2>")
+    first = {"cuda-oom": "--gpu-memory-utilization=0.9",
+             "kv-cache-too-small-v1": "--max-model-len=94176",
+             "probe-kill-vs-crash-while-loading": "failureThreshold: 48",
+             "busy-namespace": "16Gi"}[name]
+    assert cards < text.index(first) < pods

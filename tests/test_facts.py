@@ -350,6 +350,67 @@ CASES: dict[str, list[tuple[dict[str, Any], Any]]] = {
          22600.0 - 0.5 * 23034.0), ({}, None)],
     "restarts_in_window": [({"telemetry": telemetry(restarts={"vllm": 3.0})}, 3.0),
                            ({"telemetry": telemetry()}, None), ({}, None)],
+    # Progress (startup-stalled, engine-hung); the example snapshot is collected at 03:00:00.
+    "log_silent_seconds": [
+        ({"log": "2026-11-28T02:35:50.081Z x NCCL INFO Bootstrap : Using eth0\n",
+          "status": {"state": {"running": {"startedAt": "2026-11-28T02:35:00Z"}}}}, 1449.919),
+        ({"log": "(APIServer pid=1) INFO 11-28 02:50:00 [api_server.py:1805] vLLM API server "
+                 "version 0.10.1.1\n",
+          "status": {"state": {"running": {"startedAt": "2026-11-28T02:49:00Z"}}}}, 600.0),
+        # a progress bar without a time of its own: not measured
+        ({"log": "(APIServer pid=1) INFO 11-28 02:50:00 [x.py:1] y\nLoading safetensors "
+                 "checkpoint shards:  53% Completed | 16/30 [19:01<15:40, 71.34s/it]\n"}, None),
+        ({"log": "", "status": {"state": {"running": {"startedAt": "2026-11-28T02:40:00Z"}}}},
+         1200.0),
+        ({"status": {"state": {"waiting": {"reason": "CrashLoopBackOff"}}}}, None),
+        ({"unread": ["logs"]}, "UNKNOWN")],
+    "startup_milestone": [
+        ({"log": "2026-11-28T02:35:31Z (EngineCore_0 pid=270) INFO 11-28 02:35:31 [core.py:74] "
+                 "Initializing a V1 LLM engine (v0.10.1.1) with config: model='x'\n"},
+         "CUDA init (engine starting)"),
+        ({"log": "2026-11-28T02:35:31Z Loading safetensors checkpoint shards:  62% Completed | "
+                 "5/8 [00:03<00:01,  1.25it/s]\n"}, "weights shard 5/8 (62%)"),
+        ({"log": "2026-11-28T02:35:31Z x:412:412 [0] NCCL INFO Channel 00/24 :    0   1\n"},
+         "NCCL / distributed init"),
+        ({"log": "2026-11-28T02:35:31Z (APIServer pid=1) INFO 11-28 02:35:31 [api_server.py:1880]"
+                 " Starting vLLM API server 0 on http://0.0.0.0:8000\n"}, "ready"),
+        ({"log": "hello\n"}, None), ({"unread": ["logs"]}, "UNKNOWN")],
+    "engine_stalled_seconds": [
+        ({"log": "2026-11-28T02:10:02Z (APIServer pid=1) INFO 11-28 02:10:02 [api_server.py:1880] "
+                 "Starting vLLM API server 0 on http://0.0.0.0:8000\n"
+                 "2026-11-28T02:52:00Z (APIServer pid=1) INFO 11-28 02:52:00 [loggers.py:123] "
+                 "Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: "
+                 "0.0 tokens/s, Running: 4 reqs, Waiting: 0 reqs\n"
+                 "2026-11-28T02:52:50Z (EngineCore_0 pid=270) INFO 11-28 02:52:50 "
+                 "[shm_broadcast.py:466] No available shared memory broadcast block found in 60 "
+                 "second.\n"}, 50.0),
+        ({"log": "2026-11-28T02:10:02Z (APIServer pid=1) INFO 11-28 02:10:02 [api_server.py:1880] "
+                 "Starting vLLM API server 0 on http://0.0.0.0:8000\n"
+                 "2026-11-28T02:52:50Z (EngineCore_0 pid=270) INFO 11-28 02:52:50 "
+                 "[shm_broadcast.py:466] No available shared memory broadcast block found in 60 "
+                 "second.\n"}, 60.0),
+        # before ready: a start's wait, not the engine's
+        ({"log": "2026-11-28T02:52:50Z (EngineCore_0 pid=270) INFO 11-28 02:52:50 "
+                 "[shm_broadcast.py:466] No available shared memory broadcast block found in 60 "
+                 "second.\n"}, None),
+        ({"unread": ["logs"]}, "UNKNOWN")],
+    # Where the container may write (cache-dir-not-writable's evidence).
+    "run_as_user": [({"container": {"securityContext": {"runAsUser": 1000680000}}}, 1000680000),
+                    ({"pod": {"spec": {"securityContext": {"runAsUser": 1001}}}}, 1001),
+                    ({"pod": {"spec": {"securityContext": {"runAsUser": 1001}}},
+                      "container": {"securityContext": {"runAsUser": 0}}}, 0),
+                    ({}, None)],
+    "fs_group": [({"pod": {"spec": {"securityContext": {"fsGroup": 2000}}}}, 2000), ({}, None)],
+    "read_only_root_filesystem": [
+        ({"container": {"securityContext": {"readOnlyRootFilesystem": True}}}, True),
+        ({}, False)],
+    "cache_env": [
+        ({"container": {"env": [{"name": "HF_HOME", "value": "/cache/hf"},
+                                {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {
+                                    "name": "hf", "key": "token"}}},
+                                {"name": "LOG_LEVEL", "value": "debug"}]}},
+         ["HF_HOME=/cache/hf"]),
+        ({}, [])],
     "image": [({}, "vllm/vllm-openai:v0.10.1.1"), ({"container": {"image": None}}, None)],
     # Estimates from the model's name: parameters x bytes per parameter, in GiB.
     "model_weights_gib": [
@@ -370,6 +431,94 @@ CASES: dict[str, list[tuple[dict[str, Any], Any]]] = {
         ({"container": {"args": ["--model", "Qwen/Qwen3-4B-Instruct-2507"]}}, 262144),
         ({"container": {"args": ["--model", "/models/in-house"]}}, None)],
 }
+
+
+V1_REFUSAL = ("(EngineCore_0 pid=266) ERROR 11-28 03:02:01 [core.py:700] ValueError: To serve at "
+              "least one request with the models's max seq len (1010000), (53.94 GiB KV cache is "
+              "needed, which is larger than the available KV cache memory (5.03 GiB). Based on the "
+              "available memory, the estimated maximum model length is 94176. Try increasing "
+              "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.")
+V0_REFUSAL = ("ValueError: The model's max seq len (131072) is larger than the maximum number of "
+              "tokens that can be stored in KV cache (28752). Try increasing "
+              "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.")
+TORCH_OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 160.00 MiB. GPU 0 has "
+             "a total capacity of 22.03 GiB of which 91.06 MiB is free.")
+CAPTURE_OOM = ("ERROR 11-28 03:06:57 [core.py:700]   File \"/usr/local/lib/python3.12/dist-packages/"
+               "vllm/v1/worker/gpu_model_runner.py\", line 2708, in capture_model\n" + TORCH_OOM)
+SAMPLER_OOM = ("ERROR 11-28 03:05:51 [core.py:396]   File \"/x/gpu_model_runner.py\", line 1561, "
+               "in _dummy_sampler_run\n" + TORCH_OOM)
+SHARDS = ("(APIServer pid=1) INFO 11-28 02:58:04 [__init__.py:241] Automatically detected platform "
+          "cuda.\n(Worker_TP0 pid=412) INFO 11-28 02:59:05 [weight_utils.py:296] Using model weights "
+          "format ['*.safetensors']\nLoading safetensors checkpoint shards:  63% Completed | 19/30 "
+          "[01:25<00:49,  4.49s/it]\n")
+SHM_8GI = {"container": {"volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}]},
+           "pod": {"spec": {"volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory",
+                                                                       "sizeLimit": "8Gi"}}]}}}
+HF_ON_CLAIM = {"container": {"env": [{"name": "HF_HOME", "value": "/models"}],
+                             "volumeMounts": [{"name": "models", "mountPath": "/models"}]},
+               "pod": CACHE_MOUNT["pod"]}
+TAINTED = {"spec": {"nodeName": None}, "status": {"phase": "Pending", "conditions": [
+    {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+     "message": "0/1 nodes are available: 1 node(s) had untolerated taint "
+                "{nvidia.com/gpu: present}."}]}}
+GiB = 2**30
+GPU_NODE_TAINTED = {"metadata": {"name": "gpu-node-2"}, "spec": {"taints": [
+    {"key": "nvidia.com/gpu", "value": "present", "effect": "NoExecute"}]},
+    "status": {"allocatable": {"nvidia.com/gpu": "8"}}}
+# Tolerating a CPU node's taint gives no GPU: not the taint to tolerate.
+CPU_NODE_TAINTED = {"metadata": {"name": "cpu-node-1"}, "spec": {"taints": [
+    {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]},
+    "status": {"allocatable": {"cpu": "8"}}}
+
+CASES.update({
+    "estimated_max_model_len": [({}, None), ({"previous_log": V1_REFUSAL}, 94176),
+                                ({"previous_log": V0_REFUSAL}, 28752),
+                                ({"unread": ["logs"]}, "UNKNOWN")],
+    "kv_cache_needed_gib": [({}, None), ({"previous_log": V1_REFUSAL}, 53.94)],
+    "kv_cache_available_gib": [
+        ({}, None), ({"previous_log": V1_REFUSAL}, 5.03),
+        ({"log": "INFO 11-28 02:40:31 [gpu_worker.py:276] Available KV cache memory: 6.10 GiB"},
+         6.1)],
+    "weights_gib": [({}, None), ({"log": "INFO 11-28 03:05:43 [gpu_model_runner.py:2007] Model "
+                                         "loading took 15.2683 GiB and 7.309114 seconds"},
+                                 15.2683)],
+    "gpu_total_gib": [({}, None), ({"previous_log": TORCH_OOM}, 22.03),
+                      ({"node": GFD}, 22.49)],
+    "cuda_oom_tried_gib": [({}, None), ({"previous_log": TORCH_OOM}, 0.156)],
+    "cuda_oom_phase": [({}, None), ({"previous_log": CAPTURE_OOM}, "cuda_graph_capture"),
+                       ({"previous_log": SAMPLER_OOM}, "sampler_warmup"),
+                       ({"previous_log": TORCH_OOM}, None)],
+    "memory_limit_bytes": [({}, 32 * GiB),
+                           ({"container": {"resources": {"limits": {"memory": None}}}}, None)],
+    "shm_memory_bytes": [({}, 0), (SHM_8GI, 8 * GiB)],
+    "shm_volume_name": [({}, None), (SHM_8GI, "dshm")],
+    "load_estimate_seconds": [({}, None), ({"previous_log": SHARDS}, 196)],
+    "probe_port": [({}, 8000), ({"container": {"livenessProbe": {"httpGet": {
+        "path": "/health", "port": "http"}}}}, "http")],
+    "probe_scheme": [({}, "HTTP"), ({"container": {"readinessProbe": {"httpGet": {
+        "path": "/health", "port": 8443, "scheme": "HTTPS"}}}}, "HTTPS")],
+    "image_digest_ref": [({}, None), ({"status": {"imageID": "docker.io/vllm/vllm-openai@sha256:"
+                                                            "395b4c9b"}},
+                                      "vllm/vllm-openai@sha256:395b4c9b")],
+    "model_cache_claim": [({}, None), (HF_ON_CLAIM, "model-cache")],
+    "model_cache_claim_bytes": [({}, None),
+                                ({**HF_ON_CLAIM, "objects": {"persistentvolumeclaims": [pvc()]}},
+                                 200 * GiB)],
+    "model_size_bytes": [({}, None), ({"previous_log": "model-00021-of-00030.safetensors:  62%|"
+                                                       "██████▏   | 3.09G/4.98G [00:41<00:25, "
+                                                       "74.3MB/s]"}, 149_400_000_000)],
+    "untolerated_taint_key": [({}, None), ({"pod": TAINTED}, "nvidia.com/gpu"),
+                              ({"pod": TAINTED, "objects": {"nodes": [CPU_NODE_TAINTED]}}, None)],
+    "untolerated_taint_effect": [({}, None), ({"pod": TAINTED}, "NoSchedule"),
+                                 ({"pod": TAINTED, "objects": {"nodes": [GPU_NODE_TAINTED]}},
+                                  "NoExecute")],
+    "node_gpu_holders": [({}, ["vllm-0 (1 GPU, Running)"]), ({"pod": PENDING}, None)],
+    "max_num_seqs": [({}, None), ({"container": {"args": ["--max-num-seqs", "64"]}}, 64)],
+    "autoscale_target": [({}, None), ({"pod": OWNED_POD, "objects": WITH_HPA}, 4.0)],
+    "pod_concurrency": [({}, None), ({"log": "INFO 03-20 16:01:36 executor_base.py:115] Maximum "
+                                            "concurrency for 32768 tokens per request: 9.44x"},
+                                     9.44)],
+})
 
 
 def test_every_registered_fact_has_cases() -> None:

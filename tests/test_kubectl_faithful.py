@@ -31,7 +31,7 @@ from tests.fixturekit import (
     running_pod,
     template_pod,
 )
-from tests.kubeapi import KubeAPIServer
+from tests.kubeapi import KubeAPIServer, strip_kubelet_times
 
 KUBECTL = shutil.which("kubectl")
 
@@ -148,23 +148,39 @@ def test_describe_pod_shows_last_state_and_events(kubectl: Kubectl) -> None:
                      r"vllm in pod " + CRASHING, events)
 
 
+# A fixture log holds the kubelet's time in front of each line, as `collect` reads it
+# (timestamps=true); kubectl shows it only with --timestamps.
+STAMPED = (FIXTURES / "cuda-oom" / "logs" / NS / CRASHING / "vllm.previous.log").read_bytes()
+PRINTED = strip_kubelet_times(STAMPED)
+
+
 def test_logs_previous_is_byte_for_byte(kubectl: Kubectl) -> None:
-    want = (FIXTURES / "cuda-oom" / "logs" / NS / CRASHING / "vllm.previous.log").read_bytes()
-    assert kubectl("logs", CRASHING, "-c", "vllm", "--previous").stdout == want
+    assert kubectl("logs", CRASHING, "-c", "vllm", "--previous").stdout == PRINTED
+
+
+def test_logs_timestamps_are_the_kubelets(kubectl: Kubectl) -> None:
+    got = kubectl("logs", CRASHING, "-c", "vllm", "--previous", "--timestamps").stdout
+    assert got == STAMPED
+    assert re.match(rb"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z \(APIServer pid=1\)", got)
+    # a log written without them gets one per line, like any kubelet's
+    healthy = kubectl("logs", HEALTHY, "-c", "vllm", "--timestamps").stdout.splitlines()
+    assert len(healthy) == len(RUNNING_LOG.splitlines())
+    assert all(re.match(rb"^\d{4}-\d\d-\d\dT[\d:.]+Z ", line) for line in healthy), healthy[:2]
 
 
 def test_logs_tail_and_limit_bytes(kubectl: Kubectl) -> None:
-    want = (FIXTURES / "cuda-oom" / "logs" / NS / CRASHING / "vllm.previous.log").read_bytes()
     tail = kubectl("logs", CRASHING, "-c", "vllm", "--previous", "--tail=3").stdout
-    assert tail == b"".join(want.splitlines(keepends=True)[-3:])
+    assert tail == b"".join(PRINTED.splitlines(keepends=True)[-3:])
     head = kubectl("logs", CRASHING, "-c", "vllm", "--previous", "--limit-bytes=40").stdout
-    assert head == want[:40]
+    assert head == PRINTED[:40]
+    stamped = kubectl("logs", CRASHING, "-c", "vllm", "--previous", "--timestamps",
+                      "--tail=2", "--limit-bytes=60").stdout
+    assert stamped == b"".join(STAMPED.splitlines(keepends=True)[-2:])[:60]
 
 
 def test_logs_of_a_waiting_container_are_its_last_run(kubectl: Kubectl) -> None:
     """The kubelet serves a CrashLoopBackOff container's last run without --previous."""
-    want = (FIXTURES / "cuda-oom" / "logs" / NS / CRASHING / "vllm.previous.log").read_bytes()
-    assert kubectl("logs", CRASHING, "-c", "vllm").stdout == want
+    assert kubectl("logs", CRASHING, "-c", "vllm").stdout == PRINTED
 
 
 def test_logs_previous_without_a_previous_run_fails_like_the_kubelet(kubectl: Kubectl) -> None:

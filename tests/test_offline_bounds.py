@@ -49,7 +49,7 @@ def measured(*args: str, timeout: float = 300) -> tuple[Run, float, float]:
              "t = time.monotonic()\n"
              "p = subprocess.run([sys.executable, '-m', 'triage.cli', *sys.argv[1:]],"
              " capture_output=True, text=True)\n"
-             "print(json.dumps({'code': p.returncode, 'out': p.stdout[-20000:], 'err': p.stderr,"
+             "print(json.dumps({'code': p.returncode, 'out': p.stdout[-200000:], 'err': p.stderr,"
              " 'secs': time.monotonic() - t,"
              " 'rss': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}

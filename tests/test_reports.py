@@ -20,6 +20,7 @@ from tests.conftest import FIXTURES, fixture_names, replay, run_cli
 from triage.report import html as html_writer
 from triage.report import markdown as md_writer
 from triage.report import writers
+from triage.report.markdown import VERDICT_MARK
 from triage.results import Report
 
 VOID = {"meta", "br", "hr", "img", "input", "link", "col", "wbr", "area", "base", "source"}
@@ -135,8 +136,9 @@ def test_markdown_content(name: str) -> None:
     step_rows = [line for line in text.splitlines() if re.match(r"^\| \d+ \| ", line)]
     assert len(step_rows) == 10
     for step in report["checklist"]:
-        if step["verdict"] in ("fail", "warn"):
-            assert f"**Step {step['step']}." in text
+        if step["verdict"] in ("fail", "warn"):  # its row says so
+            assert any(f"| {step['step']} | " in r and VERDICT_MARK[step["verdict"]] in r
+                       for r in step_rows), step["step"]
     # Issue 17: every finding's evidence is there, once (long lines wrap visibly in their
     # block, continued with '↪'), a log line under its log's name with its number.
     unwrapped = re.sub(r"\n *↪ ", " ", text)
@@ -149,9 +151,13 @@ def test_markdown_content(name: str) -> None:
                 shown = re.sub(r" \((?:one scrape of /metrics[^)]*|Prometheus, last [^)]*)\)$",
                                "", shown)
                 assert " ".join(shown.split()) in " ".join(unwrapped.split()), line
-    for step in report["checklist"]:
-        for rem in step["remediation"] if step["verdict"] in ("fail", "warn") else []:
-            assert rem.splitlines()[0].split("`")[0][:30] in text
+    # The answer first: each card (failure, proof, fix) comes before the pod table.
+    pods_at = text.index("#### Pods")
+    for card in report["cards"]:
+        assert text.index(f"`{card['finding']}`") < pods_at
+        if card["fix"]:
+            assert card["fix"]["text"].splitlines()[0].split("`")[0][:30] in text[:pods_at]
+    assert "#### Remediation" not in text  # the canned advice at the bottom is gone
     footer = text.strip().splitlines()[-1]
     assert report["context"] in footer and (report["namespace"] or "") in footer
     assert "UTC" in footer and report["tool_version"] in footer

@@ -25,9 +25,10 @@ def test_scan_matches_expected(name: str, tmp_path: Path, backfilled: Any) -> No
     expected = incident["expected"]
     history = (incident.get("prometheus") or {}).get("history")
     blocks = backfilled(history) if history else None
-    # Prometheus is asked about the window ending at the collection time: the fixture's.
+    # The scan runs at the fixture's collection time: Prometheus is asked about the window
+    # ending then, and how long a log has been silent is measured to then.
     env = {"SOURCE_DATE_EPOCH": str(int(datetime.fromisoformat(
-        incident["collected_at"].replace("Z", "+00:00")).timestamp()))} if history else None
+        incident["collected_at"].replace("Z", "+00:00")).timestamp()))}
     with replay_with_prometheus(name, tmp_path, blocks) as (server, kubeconfig, _url):
         args = ["scan", "--kubeconfig", str(kubeconfig), "-o", "json"]
         args += incident.get("scan_args", [])

@@ -106,7 +106,8 @@ def test_fix_values_are_their_own_series() -> None:
                                  "max-model-len": 12288, "ok": True},
                       "patch": "..."}
     samples = _samples(_watch("gpu-east", report, doc))
-    fixes = {s.labels["name"]: s.value for s in samples["vllm_triage_fix_value"]}
+    fixes = {s.labels["name"]: s.value for s in samples["vllm_triage_fix_value"]
+             if s.labels["finding"] == finding["id"]}
     # Numbers only, names made label-safe; text never a label.
     assert fixes == {"gpu_memory_utilization": 0.88, "max_model_len": 12288}
     one = samples["vllm_triage_fix_value"][0]
@@ -120,8 +121,14 @@ def test_series_are_capped_and_the_rest_counted() -> None:
     watch = _watch("gpu-east", many)
     text = generate_latest(_capped(watch, 25)).decode()
     families = {f.name: f for f in text_string_to_metric_families(text)}
-    assert len(families["vllm_triage_finding"].samples) == 25
-    assert families["vllm_triage_series_dropped"].samples[0].value == 60 - 25
+    # Each finding is a series, and so is each number of its computed fix.
+    per_pod = sum(1 + sum(1 for v in ((f.fix.value_map() if f.fix else {}).values())
+                          if isinstance(v, (int, float)) and not isinstance(v, bool))
+                  for f in report.pods[0].findings)
+    shown = (len(families["vllm_triage_finding"].samples)
+             + len(families["vllm_triage_fix_value"].samples))
+    assert shown == 25
+    assert families["vllm_triage_series_dropped"].samples[0].value == 30 * per_pod - 25
 
 
 def _capped(watch: ClusterWatch, cap: int) -> Any:

@@ -37,10 +37,10 @@ def analyze(snapshot: Snapshot, pattern_dirs: list[Path] | None = None,
 
     def contexts(pod: Obj) -> list[ContainerContext]:
         return [ContainerContext(snapshot, pod, c, shared, queries=queries)
-                for c in triaged_containers(pod, snapshot.selector)]
+                for c in triaged_containers(pod, snapshot.selector, snapshot.selected_by_log)]
 
     pods, rule_warnings = classify(snapshot, loaded.patterns, contexts, arrivals)
-    steps = checklist.judge(pods, snapshot.failures, loaded.patterns)
+    steps = checklist.judge(pods, snapshot.failures, loaded.patterns, snapshot.passed_over)
     return build(snapshot, pods, steps, warnings + rule_warnings)
 
 

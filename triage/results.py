@@ -47,6 +47,87 @@ class Severity(str, Enum):
 
 
 @dataclass(frozen=True)
+class Patch:
+    """A reviewable patch against the object that owns the pod; never applied by the tool."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    type: str  # strategic | merge | json
+    body: Any  # the patch: an object (strategic, merge) or a list (json)
+
+    @property
+    def resource(self) -> str:
+        return PATCH_RESOURCES.get(self.kind, self.kind.lower())
+
+    def to_document(self) -> dict[str, Any]:
+        return {"apiVersion": self.api_version, "kind": self.kind, "namespace": self.namespace,
+                "name": self.name, "type": self.type, "patch": self.body}
+
+    def command(self, patch_file: str | None = None) -> str:
+        """The kubectl command that applies it (the tool never does)."""
+        return (f"kubectl patch {self.resource} {self.name} -n {self.namespace} "
+                f"--type {self.type} " + (f"--patch-file {patch_file}" if patch_file else
+                                         f"-p '{_compact(self.body)}'"))
+
+    def preview(self, patch_file: str | None = None) -> str:
+        """The kubectl command that shows what it would change, server-side, changing nothing."""
+        return (self.command(patch_file) + " --dry-run=server -o yaml | kubectl diff -f -")
+
+
+PATCH_RESOURCES = {
+    "Deployment": "deployment", "StatefulSet": "statefulset", "ReplicaSet": "replicaset",
+    "DaemonSet": "daemonset", "InferenceService": "inferenceservice",
+    "LeaderWorkerSet": "leaderworkerset", "HorizontalPodAutoscaler": "hpa",
+    "PersistentVolumeClaim": "pvc",
+}
+
+
+def _patch(p: dict[str, Any]) -> Patch:
+    return Patch(str(p["apiVersion"]), str(p["kind"]), str(p["namespace"]), str(p["name"]),
+                 str(p["type"]), p["patch"])
+
+
+def _compact(body: Any) -> str:
+    import json
+    return json.dumps(body, separators=(",", ":")).replace("'", "'\\''")
+
+
+@dataclass(frozen=True)
+class Fix:
+    """What to change, computed from the pod's own facts by the pattern's ``fix``."""
+
+    text: str
+    values: tuple[tuple[str, Any], ...] = ()  # each computed number under a stable name
+    patch: Patch | None = None
+    commands: tuple[str, ...] = ()  # kubectl commands with the real names
+    # Facts the fix needed and did not have (then ``text`` is the general advice).
+    missing: tuple[str, ...] = ()
+    # The edits behind ``patch`` (filled), so one workload's fixes combine into one patch.
+    edits: Any = None
+
+    def value_map(self) -> dict[str, Any]:
+        return dict(self.values)
+
+    def to_document(self) -> dict[str, Any]:
+        return {"text": self.text, "values": self.value_map(),
+                "patch": self.patch.to_document() if self.patch else None,
+                "commands": list(self.commands), "missing": list(self.missing)}
+
+    @classmethod
+    def from_document(cls, doc: dict[str, Any] | None) -> Fix | None:
+        if not doc:
+            return None
+        p = doc.get("patch")
+        return cls(text=str(doc.get("text", "")),
+                   values=tuple((str(k), v) for k, v in (doc.get("values") or {}).items()),
+                   patch=_patch(p) if p else None,
+                   commands=tuple(doc.get("commands") or ()),
+                   missing=tuple(doc.get("missing") or ()))
+
+
+@dataclass(frozen=True)
 class Location:
     """A field of an API object a finding is about: the object as it was read and the
     path to the field inside it (``("spec", "containers", 0, "args")``). The field may
@@ -76,6 +157,7 @@ class Finding:
     # finding asks for, and the sentence that says why.
     escalated: Verdict | None = None
     escalation_note: str = ""
+    fix: Fix | None = None
     # The fields the finding's rule found true, most specific first (see Location).
     at: tuple[Location, ...] = ()
     # False: not what its step asks about (a port clash under step 2, "CUDA
@@ -172,6 +254,62 @@ class PodResult:
 
 
 @dataclass(frozen=True)
+class Card:
+    """One failure of one workload: what broke, the line that proves it, the fix.
+
+    Pods of a workload with the same findings share a card; the report shows
+    the cards first, in this order."""
+
+    workload: str  # Deployment/vllm-qwen, or Pod/NAME for a bare pod
+    namespace: str
+    finding: str
+    severity: Severity
+    title: str
+    step: int
+    pods: tuple[str, ...]  # the pods it covers
+    pods_total: int  # the workload's pods in the report
+    proof: str  # the one log or event line that proves it
+    fix: Fix | None = None
+    causes: tuple[str, ...] = ()  # what other pods or workloads have to do with it
+    also: tuple[str, ...] = ()  # the other findings of the same pods (their own cards)
+
+    @property
+    def scope(self) -> str:
+        """"4 of 4 pods of Deployment/x" or "pod NAME of Deployment/x"."""
+        if self.workload.startswith("Pod/"):
+            return f"pod {self.namespace}/{self.workload[4:]}"
+        if len(self.pods) == 1 and self.pods_total == 1:
+            return f"pod {self.pods[0]} of {self.workload}"
+        return f"{len(self.pods)} of {self.pods_total} pods of {self.workload}"
+
+    def to_document(self) -> dict[str, Any]:
+        return {"workload": self.workload, "namespace": self.namespace,
+                "finding": self.finding, "severity": self.severity.value, "title": self.title,
+                "step": self.step, "scope": self.scope, "pods": list(self.pods),
+                "pods_total": self.pods_total, "proof": self.proof,
+                "fix": self.fix.to_document() if self.fix else None,
+                "causes": list(self.causes), "also": list(self.also)}
+
+    @classmethod
+    def from_document(cls, d: dict[str, Any]) -> Card:
+        return cls(workload=str(d["workload"]), namespace=str(d.get("namespace", "")),
+                   finding=str(d["finding"]), severity=Severity(d["severity"]),
+                   title=str(d.get("title", "")), step=int(d.get("step", 0)),
+                   pods=tuple(d.get("pods") or ()), pods_total=int(d.get("pods_total", 0)),
+                   proof=str(d.get("proof", "")), fix=Fix.from_document(d.get("fix")),
+                   causes=tuple(d.get("causes") or ()), also=tuple(d.get("also") or ()))
+
+
+@dataclass(frozen=True)
+class WorkloadPatch:
+    """Every fix of one workload combined into one patch (``--fix-dir`` writes one file each)."""
+
+    workload: str
+    patch: Patch
+    findings: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class StepResult:
     step: int
     title: str
@@ -229,6 +367,8 @@ class Report:
     warnings: tuple[str, ...] = ()
     schema: str = field(default=SCHEMA)
     prometheus: PrometheusSource | None = None
+    cards: tuple[Card, ...] = ()
+    patches: tuple[WorkloadPatch, ...] = ()
     # Findings shown as their own rows beside the checklist; the checklist
     # itself is always exactly the ten steps.
     beside: tuple[BesideFinding, ...] = ()
@@ -248,6 +388,9 @@ class Report:
             "selector": self.selector,
             "verdict": self.verdict.value,
             "summary": self.summary,
+            "cards": [c.to_document() for c in self.cards],
+            "patches": [{"workload": w.workload, "findings": list(w.findings),
+                         "patch": w.patch.to_document()} for w in self.patches],
             "pods": [
                 {
                     "name": p.name,
@@ -267,6 +410,7 @@ class Report:
                             "container": f.container,
                             "evidence": list(f.evidence),
                             "remediation": f.remediation,
+                            "fix": f.fix.to_document() if f.fix else None,
                         }
                         for f in p.findings
                     ],
@@ -308,7 +452,9 @@ class Report:
                            step=int(f["step"]), container=f.get("container", ""),
                            evidence=tuple(f.get("evidence") or ()),
                            remediation=f.get("remediation", ""),
+                           fix=Fix.from_document(f.get("fix")),
                            answers_step=(int(f["step"]), f["id"]) not in apart)
+
         pods = tuple(PodResult(
             name=p["name"], namespace=p["namespace"], phase=p.get("phase", "Unknown"),
             state=p.get("state", ""), restarts=int(p.get("restarts", 0)), node=p.get("node"),
@@ -335,6 +481,10 @@ class Report:
             warnings=tuple(doc.get("warnings") or ()), schema=doc.get("schema", SCHEMA),
             prometheus=PrometheusSource(str(prom["source"]), float(prom["window_seconds"]),
                                         str(prom["end"])) if prom else None,
+            cards=tuple(Card.from_document(c) for c in doc.get("cards") or ()),
+            patches=tuple(WorkloadPatch(str(w["workload"]), _patch(w["patch"]),
+                                        tuple(w.get("findings") or ()))
+                          for w in doc.get("patches") or ()),
             beside=beside)
 
 
@@ -353,6 +503,10 @@ def map_strings(obj: T, fn: Callable[[str], str]) -> T:
         return fn(obj)  # type: ignore[return-value]
     if isinstance(obj, tuple):
         return tuple(map_strings(x, fn) for x in obj)  # type: ignore[return-value]
+    if isinstance(obj, list):
+        return [map_strings(x, fn) for x in obj]  # type: ignore[return-value]
+    if isinstance(obj, dict):  # a patch body: its values come from the cluster
+        return {k: map_strings(v, fn) for k, v in obj.items()}  # type: ignore[return-value]
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         changes = {f.name: map_strings(getattr(obj, f.name), fn)
                    for f in dataclasses.fields(obj)}

@@ -134,6 +134,11 @@ class Snapshot:
     # The user's -l selector: its pods are triaged even when no container
     # looks like vLLM by image or command.
     selector: str | None = None
+    # (namespace, pod, container) selected because the log's first lines are vLLM's
+    # (``triage.selection``): a bundle keeps the answer, its logs may not hold the head.
+    selected_by_log: set[tuple[str, str, str]] = field(default_factory=set)
+    # Crash-looping pods that were not selected, described: never an all-clear.
+    passed_over: list[str] = field(default_factory=list)
     # When the scanned namespace has no vLLM pod: namespace -> how many vLLM
     # pods run there, or why other namespaces could not be looked at.
     vllm_elsewhere: dict[str, int] = field(default_factory=dict)

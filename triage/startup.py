@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import regex
 
+from triage import linetime
 from triage.logs import LogIndex, LogLine, Query, queries_of
 
 _NUM = r"([\d,]+(?:\.\d+)?)"
@@ -151,6 +152,12 @@ def read_startup(index: LogIndex) -> StartupReport:
 
 
 def _stamp(raw: str) -> float | None:
+    """Seconds of a line's time: the kubelet's (epoch seconds) when the log was read with
+    timestamps=true, else vLLM's own stamp (seconds into the year); a log has one or the
+    other on every stamped line, so differences are taken within one kind."""
+    kubelet = linetime.kubelet_time(raw)
+    if kubelet is not None:
+        return kubelet.timestamp()
     m = _STAMP.search(raw[:120])
     if not m:
         return None

@@ -75,12 +75,15 @@ def _needs_met(step: Step, result: StepResult, inputs: Inputs) -> StepResult:
 
 
 def judge(pods: list[PodDiagnosis], failures: list[ReadFailure],
-          patterns: tuple[Pattern, ...]) -> list[StepResult]:
+          patterns: tuple[Pattern, ...], passed_over: list[str] | None = None
+          ) -> list[StepResult]:
+    """``passed_over``: crash-looping pods that were not selected (never an all-clear)."""
     inputs = Inputs(pods, failures, patterns)
     results = []
     for step in STEPS:
         if not pods:
             why = inputs.unread("pods") or ["no vLLM server pods were found"]
+            why += [f"crash-looping, not triaged: {p}" for p in passed_over or []]
             results.append(StepResult(step.number, step.title, Verdict.UNKNOWN, tuple(why)))
             continue
         result = (_from_findings(step, inputs) or _unevaluated(step, inputs)

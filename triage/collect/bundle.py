@@ -21,6 +21,7 @@ the tool, in the report.
 from __future__ import annotations
 
 import contextlib
+import gzip
 import io
 import json
 import os
@@ -30,16 +31,17 @@ import tarfile
 import tempfile
 import zlib
 from collections import deque
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
 
-from triage import __version__, selection
+from triage import __version__, linetime, selection
 from triage.collect import InputError
 from triage.collect.logtail import keep_end
 from triage.collect.shape import normalize_items
-from triage.logs import LogSource
+from triage.logs import LogSource, decode
 from triage.redact import REDACTION_VERSION, redact_object, redact_text
 from triage.snapshot import (
     ALL_KINDS,
@@ -48,6 +50,7 @@ from triage.snapshot import (
     PrometheusWindow,
     ReadFailure,
     Snapshot,
+    meta,
 )
 
 BUNDLE_SCHEMA = "vllm-triage/bundle/v1"
@@ -168,6 +171,22 @@ class _DirSource(_Source):
         return LogSource(path=self.root / rel), "", ""
 
 
+@contextlib.contextmanager
+def _tar_stream(path: Path) -> Iterator[tarfile.TarFile]:
+    """The bundle as a tar stream. A gzip one is read through the gzip module, which
+    raises EOFError when the stream was cut short; tarfile's own stream reader ends
+    quietly at the cut, and a bundle cut between two members would read as a smaller,
+    whole one."""
+    with open(path, "rb") as probe:
+        gzipped = probe.read(2) == b"\x1f\x8b"
+    if not gzipped:
+        with tarfile.open(path, "r|*") as tar:
+            yield tar
+        return
+    with gzip.open(path, "rb") as raw, tarfile.open(fileobj=raw, mode="r|") as tar:
+        yield tar
+
+
 class _TarSource(_Source):
     """A .tar.gz read as a stream, into memory, nothing extracted to disk.
 
@@ -179,7 +198,7 @@ class _TarSource(_Source):
         super().__init__(str(path))
         self.files: dict[str, _Entry] = {}
         total = 0
-        with tarfile.open(path, "r|*") as tar:
+        with _tar_stream(path) as tar:
             for member in tar:
                 if len(self.kinds) >= _MAX_ENTRIES:
                     raise InputError(f"{path}: more than {_MAX_ENTRIES:,} members; not a bundle")
@@ -212,12 +231,17 @@ class _TarSource(_Source):
                     continue
                 keep = OFFLINE_LOG_BYTES if rel.endswith(".log") else _MAX_MEMBER_BYTES
                 kept: deque[bytes] = deque()
-                kept_len = 0
+                kept_len = got = 0
                 while chunk := src.read(_CHUNK):
                     kept.append(chunk)
                     kept_len += len(chunk)
+                    got += len(chunk)
                     while kept_len - len(kept[0]) >= keep:
                         kept_len -= len(kept.popleft())
+                if got < member.size:
+                    # A stream cut inside its last member ends quietly: never a partial
+                    # member read as if it were whole.
+                    raise EOFError(f"member {member.name!r} is cut short")
                 data = b"".join(kept)
                 self.files[rel] = _Entry(data[-keep:], total=member.size)
 
@@ -353,6 +377,28 @@ def _text(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
+def _select(snap: Snapshot) -> None:
+    """A fixture's pods, chosen as a live scan chooses them: by spec and labels, then by
+    the first lines of the logs of those that ask for a GPU or fail."""
+    pods = snap.pods()
+    chosen = selection.select_pods(pods, snap.selector)
+    if not snap.selector:
+        taken = {id(p) for p in chosen}
+        for pod in pods:
+            if id(pod) in taken:
+                continue
+            ns, name = str(meta(pod).get("namespace")), str(meta(pod).get("name"))
+            for container in selection.worth_reading_head(pod):
+                log = snap.log(ns, name, container, "current") or \
+                    snap.log(ns, name, container, "previous")
+                head = next(log.blocks(selection.LOG_HEAD_BYTES), b"") if log else b""
+                if selection.is_vllm_log_head(decode(head)):
+                    snap.selected_by_log.add((ns, name, container))
+        chosen = selection.select_pods(pods, None, snap.selected_by_log)
+        snap.passed_over = selection.passed_over(pods, chosen)
+    snap.objects["pods"] = chosen
+
+
 def _load(source: _Source) -> Snapshot:
     budget = [_MAX_VALUES_TOTAL]
     man = _manifest(source, budget)
@@ -394,8 +440,8 @@ def _load(source: _Source) -> Snapshot:
                 # A bundle written with these rules was redacted on the way out.
                 snap.objects[kind] = kept if redacted else [redact_object(o) for o in kept]
                 break
-    if man.get("schema") is None:  # a fixture: keep the pods a live scan would keep
-        snap.objects["pods"] = selection.select_pods(snap.pods(), snap.selector)
+    fixture = man.get("schema") is None
+    if fixture:  # a fixture: keep the pods a live scan would keep (once its logs are known)
         if snap.namespace:
             snap.objects = {k: [o for o in v if _in_namespace(o, k, snap.namespace)]
                             for k, v in snap.objects.items()}
@@ -415,6 +461,24 @@ def _load(source: _Source) -> Snapshot:
         snap.logs[(ns, pod, name, stream)] = log
         if note:
             snap.notes.append(f"{what}: {note}")
+    unstamped = [f"{ns}/{pod} ({name}{', previous' if stream == 'previous' else ''})"
+                 for (ns, pod, name, stream), log in sorted(snap.logs.items())
+                 if log.size and not linetime.KUBELET_STAMP.match(
+                     decode(next(log.blocks(64), b"")))]
+    if unstamped:
+        snap.notes.append(
+            f"line times: {len(unstamped)} log(s) were saved without the kubelet's times "
+            f"({', '.join(unstamped[:3])}{', ...' if len(unstamped) > 3 else ''}): their "
+            f"timeline uses {linetime.SOURCES[linetime.VLLM]}")
+    if fixture:
+        _select(snap)
+    else:
+        snap.selected_by_log = {(str(k[0]), str(k[1]), str(k[2])) for k in
+                                man.get("selected_by_log") or [] if isinstance(k, list)
+                                and len(k) == 3}
+        passed = man.get("passed_over")
+        snap.passed_over = [p for p in passed if isinstance(p, str)] \
+            if isinstance(passed, list) else []
     if source.exists("prometheus.json"):
         snap.prometheus = _read_prometheus(source, budget)
     for rel in source.listing("metrics", 2, ".txt"):
@@ -490,6 +554,21 @@ _LIST_KINDS = {
 }
 
 
+def redact_log(text: str) -> str:
+    """A log redacted as the container printed it: the kubelet's time in front of each
+    line is set aside first, so a credential spread over lines (a YAML env block) is
+    seen whole, then put back on the same lines."""
+    lines = text.split("\n")
+    heads = [m.group(0) if (m := linetime.KUBELET_STAMP.match(line)) else "" for line in lines]
+    if not any(heads):
+        return redact_text(text)
+    bodies = redact_text("\n".join(line[len(h):] for h, line in zip(heads, lines, strict=True)))
+    redacted = bodies.split("\n")
+    if len(redacted) != len(lines):  # could not be checked: masked whole
+        return redact_text(text)
+    return "\n".join(h + body for h, body in zip(heads, redacted, strict=True))
+
+
 def write(snapshot: Snapshot, out: Path) -> None:
     """Write a redacted .tar.gz bundle of everything the snapshot holds."""
     manifest = {
@@ -504,6 +583,8 @@ def write(snapshot: Snapshot, out: Path) -> None:
         "absent_kinds": sorted(snapshot.absent_kinds),
         "redaction": REDACTION_VERSION,
         "notes": [redact_text(n) for n in snapshot.notes],
+        "selected_by_log": sorted(list(k) for k in snapshot.selected_by_log),
+        "passed_over": [redact_text(p) for p in snapshot.passed_over],
         "vllm_elsewhere": snapshot.vllm_elsewhere,
         "elsewhere_unknown": snapshot.elsewhere_unknown,
     }
@@ -517,7 +598,7 @@ def write(snapshot: Snapshot, out: Path) -> None:
     for (ns, pod, container, stream), source in sorted(snapshot.logs.items()):
         suffix = ".previous.log" if stream == "previous" else ".log"
         members.append((f"logs/{ns}/{pod}/{container}{suffix}",
-                        redact_text(source.text()).encode()))
+                        redact_log(source.text()).encode()))
     for (ns, pod), text in sorted(snapshot.metrics.items()):
         members.append((f"metrics/{ns}/{pod}.txt", redact_text(text).encode()))
     if snapshot.prometheus is not None:

@@ -679,10 +679,55 @@ class LiveCollector:
             selector=self.opts.selector,
         )
         self.progress(f"listing pods in {ns or 'all namespaces'}")
-        snap.objects["pods"] = self._list_pods(ns, snap.notes)
+        others: list[Obj] = []  # not selected, asking for a GPU or failing (bounded)
+        snap.objects["pods"] = self._list_pods(ns, snap.notes, others)
+        if not self.opts.selector and others:
+            # Pods no spec or label names as vLLM: their logs' first lines may.
+            snap.selected_by_log = self._recognise_by_log(others, [], snap.notes)
+            found = selection.select_pods(others, None, snap.selected_by_log)
+            snap.objects["pods"] += [redact_object(p) for p in found]
+            snap.passed_over = selection.passed_over(others, found)
         if ns is not None and not snap.objects["pods"]:
             self._no_vllm_pods(ns, snap)
         return snap
+
+    def _recognise_by_log(self, pods: list[Obj], chosen: list[Obj], notes: list[str]
+                          ) -> set[tuple[str, str, str]]:
+        """(namespace, pod, container) of the pods not selected whose log starts as vLLM's
+        does: the first ``LOG_HEAD_BYTES`` of at most ``MAX_HEAD_READS`` pods that ask for
+        a GPU or are failing, read concurrently (``limitBytes`` without ``tailLines`` is
+        the log's head)."""
+        taken = {id(p) for p in chosen}
+        jobs = [(p, names) for p in pods if id(p) not in taken
+                for names in [selection.worth_reading_head(p)] if names]
+        if len(jobs) > selection.MAX_HEAD_READS:
+            notes.append(f"{len(jobs)} pods that are not recognisably vLLM ask for a GPU or "
+                         f"are failing; the first lines of the logs of {selection.MAX_HEAD_READS}"
+                         f" were read to recognise vLLM, not of the others")
+            jobs = jobs[:selection.MAX_HEAD_READS]
+        if not jobs:
+            return set()
+        self.progress(f"reading the first lines of {len(jobs)} other pod log(s)")
+        with ThreadPoolExecutor(max_workers=self.opts.workers) as pool:
+            found = list(pool.map(lambda job: self._vllm_heads(*job), jobs))
+        return set().union(*found)
+
+    def _vllm_heads(self, pod: Obj, names: list[str]) -> set[tuple[str, str, str]]:
+        ns, name = str(meta(pod).get("namespace")), str(meta(pod).get("name"))
+        path = f"/api/v1/namespaces/{quote(ns, safe='')}/pods/{quote(name, safe='')}/log"
+        out: set[tuple[str, str, str]] = set()
+        for container in names:
+            # A container waiting to restart serves its last run's log.
+            try:
+                head = self.reader.fetch(path, {"container": container,
+                                                "limitBytes": selection.LOG_HEAD_BYTES},
+                                         accept="*/*", cap=selection.LOG_HEAD_BYTES,
+                                         fail_over_cap=False).data
+            except ReadError:
+                continue  # not readable: the pod stays unselected, and is named if failing
+            if selection.is_vllm_log_head(decode(head)):
+                out.add((ns, name, container))
+        return out
 
     def _no_vllm_pods(self, ns: str, snap: Snapshot) -> None:
         """A namespace without a vLLM pod: a typo is an error naming the closest
@@ -746,7 +791,7 @@ class LiveCollector:
             for kind, (prefix, plural) in _NAMESPACED_PATHS.items()]
         shared += self._node_jobs(snap, chosen)
         shared += self._configmap_jobs(snap, chosen)
-        per_pod = [[self._log_reader(snap, *key) for key in self._log_streams(pod)]
+        per_pod = [[self._log_reader(snap, *key) for key in self._log_streams(snap, pod)]
                    + (self._metrics_jobs(snap, pod) if self.opts.metrics else [])
                    for pod in chosen]
         total = len(shared) + sum(len(jobs) for jobs in per_pod)
@@ -818,13 +863,20 @@ class LiveCollector:
             prom = replace(prom, cluster=cluster_access(self.conn), namespace_hint=snap.namespace)
         PrometheusCollector(prom, self.progress).collect(snap)
 
-    def _list_pods(self, ns: str | None, notes: list[str]) -> list[Obj]:
-        """The triaged pods, redacted; the others are dropped page by page."""
+    def _list_pods(self, ns: str | None, notes: list[str], others: list[Obj]) -> list[Obj]:
+        """The triaged pods, redacted; the others are dropped page by page, but those
+        whose log may show vLLM (asking for a GPU, or failing) go to ``others``, at most
+        ``selection.MAX_OTHER_PODS``."""
         path = self._ns_path("/api/v1", "pods", ns)
 
         def keep(items: list[Any]) -> list[Obj]:
-            return [redact_object(p) for p in selection.select_pods(
-                normalize_items("pods", items, notes), self.opts.selector)]
+            page = normalize_items("pods", items, notes)
+            chosen = selection.select_pods(page, self.opts.selector)
+            taken = {id(p) for p in chosen}
+            others.extend(p for p in page if id(p) not in taken and
+                          len(others) < selection.MAX_OTHER_PODS and
+                          selection.worth_reading_head(p))
+            return [redact_object(p) for p in chosen]
         try:
             return self.reader.list_items(path, {"labelSelector": self.opts.selector}, keep,
                                           on_version=self._pods_at)
@@ -939,11 +991,12 @@ class LiveCollector:
             return run
         return [read(ns, name) for ns, name in sorted(wanted)]
 
-    def _log_streams(self, pod: Obj) -> list[tuple[str, str, str, str]]:
+    def _log_streams(self, snap: Snapshot, pod: Obj) -> list[tuple[str, str, str, str]]:
         """(namespace, pod, container, stream) of every log of the pod there is to read."""
         ns, name = str(meta(pod).get("namespace")), str(meta(pod).get("name"))
         keys: list[tuple[str, str, str, str]] = []
-        for container in selection.triaged_containers(pod, self.opts.selector):
+        for container in selection.triaged_containers(pod, self.opts.selector,
+                                                      snap.selected_by_log):
             cname = str(container.get("name"))
             status = workload.container_status(pod, cname)
             if status.get("state", {}).get("running") or status.get("state", {}).get("terminated"):
@@ -973,7 +1026,8 @@ class LiveCollector:
         """The end of a container log, at most ``limit_bytes``: the last lines whole,
         and the end of a line too long to fit. A crash is at the end of a log.
 
-        The kubelet applies ``tailLines`` and then keeps the *first*
+        Each line comes with the kubelet's time in front (``timestamps=true``), which
+        bundles keep. The kubelet applies ``tailLines`` and then keeps the *first*
         ``limitBytes`` of that tail, so one huge line pushes out the end of the
         log. When the tail does not fit, it is streamed (``limitBytes`` raised
         to ``max_log_transfer``) and only its last ``limit_bytes`` are kept.
@@ -985,8 +1039,11 @@ class LiveCollector:
         limit, want = self.opts.limit_bytes, self.opts.tail_lines
 
         def query(lines: int, limit_bytes: int) -> dict[str, Any]:
+            # timestamps=true: the kubelet's time in front of every line (triage.linetime),
+            # a time with a year and a zone for the timeline and the stall measure.
             return {"container": container, "tailLines": lines, "limitBytes": limit_bytes,
-                    "previous": "true" if stream == "previous" else None}
+                    "previous": "true" if stream == "previous" else None,
+                    "timestamps": "true"}
 
         def probe(lines: int) -> tuple[bool, bytes]:
             # limitBytes is enforced here too: a server that ignores it sends more.
@@ -1038,7 +1095,8 @@ class LiveCollector:
         ns, name = str(meta(pod).get("namespace")), str(meta(pod).get("name"))
         if (pod.get("status") or {}).get("phase") != "Running":
             return []
-        vllm = [c for c in selection.triaged_containers(pod, self.opts.selector)
+        vllm = [c for c in selection.triaged_containers(pod, self.opts.selector,
+                                                        snap.selected_by_log)
                 if workload.container_kind(pod, str(c.get("name"))) != "init container"]
         running = [c for c in vllm if workload.container_status(pod, str(c.get("name"))).get(
             "state", {}).get("running")]

@@ -10,6 +10,7 @@ import typer
 from triage.commands.common import (
     DebugOpt,
     FailOnOpt,
+    FixDirOpt,
     OutputFileOpt,
     OutputOpt,
     PatternsOpt,
@@ -26,6 +27,7 @@ def analyze(
     bundle_path: Annotated[Path, typer.Argument(metavar="BUNDLE", hidden=True)],
     output: OutputOpt = "table",
     output_file: OutputFileOpt = None,
+    fix_dir: FixDirOpt = None,
     quiet: QuietOpt = False,
     fail_on: FailOnOpt = "critical",
     patterns: PatternsOpt = None,
@@ -44,5 +46,5 @@ def analyze(
         check_report_flags(output_file, quiet, fail_on)
         snap = bundle.load(bundle_path)
         report = pipeline.analyze(snap, list(patterns or []))
-        emit(report, fmt, output_file, quiet)
+        emit(report, fmt, output_file, quiet, fix_dir)
     raise typer.Exit(pipeline.exit_code(report, fail_on))

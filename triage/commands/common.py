@@ -112,9 +112,19 @@ def terminal_width() -> int | None:
     return None
 
 
-def emit(report: Report, output: Output, output_file: Path | None, quiet: bool = False
-         ) -> None:
+def emit(report: Report, output: Output, output_file: Path | None, quiet: bool = False,
+         fix_dir: Path | None = None) -> None:
     from triage.report import table, writers
+
+    if fix_dir is not None:
+        from triage.report import fixdir
+
+        try:
+            written = fixdir.write(report, fix_dir, write_atomically)
+        except OSError as exc:
+            fail(f"cannot write patches to {fix_dir}: {exc.strerror or exc}", EXIT_USAGE)
+        say(f"{len(written)} patch file(s) written to {fix_dir}" if written else
+            f"no patch to write to {fix_dir}: no finding has a computed patch")
 
     render = writers()
     render["table"] = lambda r, color: table.render(r, color, width=terminal_width())
@@ -285,6 +295,9 @@ PromInsecureOpt = Annotated[bool, typer.Option(
 OutputFileOpt = Annotated[Path | None, typer.Option(
     "--output-file", metavar="FILE", help="Write the report to this file (the terminal still "
     "gets the table, unless --quiet).")]
+FixDirOpt = Annotated[Path | None, typer.Option(
+    "--fix-dir", metavar="DIR", help="Write one reviewable patch file per workload into DIR, "
+    "with the kubectl patch / kubectl diff commands for it (never applied by vllm-triage).")]
 
 
 def report_format(text: str) -> Output:

@@ -15,6 +15,7 @@ from triage.commands.common import (
     ContextsOpt,
     DebugOpt,
     FailOnOpt,
+    FixDirOpt,
     KubeconfigOpt,
     NamespaceOpt,
     Output,
@@ -55,6 +56,7 @@ def scan(
     selector: SelectorOpt = None,
     output: OutputOpt = "table",
     output_file: OutputFileOpt = None,
+    fix_dir: FixDirOpt = None,
     quiet: QuietOpt = False,
     fail_on: FailOnOpt = "critical",
     request_timeout: TimeoutOpt = "30s",
@@ -92,7 +94,7 @@ def scan(
                 from triage import pipeline
 
                 report = pipeline.analyze(snap, list(patterns or []), arrivals)
-        emit(report, fmt, output_file, quiet)
+        emit(report, fmt, output_file, quiet, fix_dir)
     raise typer.Exit(pipeline.exit_code(report, fail_on))
 
 

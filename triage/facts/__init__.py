@@ -393,10 +393,13 @@ def describe_registry() -> list[FactSpec]:
 from triage.facts import container as _container  # noqa: E402,F401
 from triage.facts import engine as _engine  # noqa: E402,F401
 from triage.facts import failures as _failures  # noqa: E402,F401
+from triage.facts import filesystem as _filesystem  # noqa: E402,F401
 from triage.facts import kubernetes as _kubernetes  # noqa: E402,F401
 from triage.facts import model as _model  # noqa: E402,F401
 from triage.facts import node as _node  # noqa: E402,F401
 from triage.facts import probes as _probes  # noqa: E402,F401
+from triage.facts import progress as _progress  # noqa: E402,F401
 from triage.facts import rollout as _rollout  # noqa: E402,F401
+from triage.facts import sizing as _sizing  # noqa: E402,F401
 from triage.facts import telemetry as _telemetry  # noqa: E402,F401
 from triage.facts import timeline as _timeline  # noqa: E402,F401  (its log queries)

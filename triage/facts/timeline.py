@@ -20,21 +20,20 @@ Like facts, these measure: no thresholds, no verdicts.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any
 
 import regex
 
-from triage import workload
+from triage import linetime, workload
 from triage.facts import LOG_QUERIES, ContainerContext
 from triage.logs import LogLine, Query
 from triage.results import GpuBudget, TimelineEvent, WindowSeries
 from triage.snapshot import CURRENT, PREVIOUS, event_times, meta, parse_rfc3339
 from triage.startup import StartupReport
 
-_VLLM_STAMP = regex.compile(r"\b(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b")
-# kubectl logs --timestamps / the kubelet's CRI format
-_RFC3339 = regex.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.\d+)?Z\s")
+parse_time = parse_rfc3339  # an RFC 3339 time of the API (UTC when it names no zone)
+
 _TOTAL_CAPACITY = regex.compile(r"has a total capacity of ([\d.]+) GiB|\(GPU \d+; ([\d.]+) GiB "
                                 r"total capacity|total_gpu_memory \(([\d.]+) ?GiB\)")
 _GRAPHS = regex.compile(r"Graph capturing finished in \d+ secs?, took ([\d.]+) GiB")
@@ -49,31 +48,16 @@ ERROR_LINES = LOG_QUERIES.add(Query(regex.compile("."), frozenset({"ERROR", "CRI
 CAPACITY = LOG_QUERIES.add(Query(_TOTAL_CAPACITY))
 
 
-parse_time = parse_rfc3339  # an RFC 3339 time of the API (UTC when it names no zone)
-
-
 def iso(when: datetime) -> str:
     return when.astimezone(timezone.utc).replace(microsecond=0).isoformat().replace(
         "+00:00", "Z")
 
 
 def line_time(line: LogLine, anchor: datetime | None) -> datetime | None:
-    """The UTC time a log line was printed, if it says; the year from ``anchor``."""
-    m = _RFC3339.match(line.raw)
-    if m:
-        return parse_time(m.group(1) + "Z")
-    m = _VLLM_STAMP.search(line.raw[:160])
-    if not m or anchor is None:
-        return None
-    month, day, hour, minute, second = (int(g) for g in m.groups())
-    for year in (anchor.year, anchor.year - 1, anchor.year + 1):
-        try:
-            when = datetime(year, month, day, hour, minute, second, tzinfo=timezone.utc)
-        except ValueError:
-            continue
-        if abs(when - anchor) < timedelta(days=180):
-            return when
-    return None
+    """The UTC time a log line was printed, if it says (``triage.linetime``): the
+    kubelet's, else vLLM's own stamp with the year from ``anchor``."""
+    found = linetime.line_time(line.raw, anchor)
+    return found[0] if found else None
 
 
 _BAR = regex.compile(r"\|[\u2580-\u259f ]+\|")  # a tqdm progress bar
@@ -110,12 +94,15 @@ def _log_events(ctx: ContainerContext, stream: str, rep: StartupReport,
     def add(line: LogLine | None, stamped: LogLine | None, kind: str, label: str) -> None:
         if line is None or stamped is None:
             return
-        when = line_time(stamped, anchor)
-        if when is None:
+        found = linetime.line_time(stamped.raw, anchor)
+        if found is None:
             return
+        when, source = found
+        # where the time came from: the kubelet's, or vLLM's own stamp (no year, UTC assumed)
+        basis = "" if source == linetime.KUBELET else " [time: vLLM's stamp]"
         out.append(TimelineEvent(iso(when), kind, label,
                                  f"{where} ({ctx.name}) line {line.number}: "
-                                 f"{_short(line.message)}", container=ctx.name))
+                                 f"{_short(line.message)}{basis}", container=ctx.name))
 
     def milestone(name: str, kind: str, label: str) -> None:
         add(rep.evidence.get(name), rep.stamped.get(name), kind, label)

@@ -10,14 +10,18 @@ both happen, upstream of every writer.
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Callable
 
-from triage import __version__, workload
+from triage import __version__, patches, workload
 from triage.facts import timeline
 from triage.redact import redact_text
 from triage.results import (
     BesideFinding,
+    Card,
     Finding,
+    Patch,
     PodResult,
     PrometheusSource,
     Report,
@@ -25,11 +29,12 @@ from triage.results import (
     StepResult,
     Unreadable,
     Verdict,
+    WorkloadPatch,
     map_strings,
 )
 from triage.rules.evaluate import PodDiagnosis
 from triage.sanitize import sanitize
-from triage.snapshot import Snapshot
+from triage.snapshot import Snapshot, meta
 
 __all__ = ["Report", "Writer", "build", "writers"]
 
@@ -54,6 +59,7 @@ def build(snapshot: Snapshot, pods: list[PodDiagnosis], steps: list[StepResult],
         )
         for diag in pods
     )
+    cards = _cards(snapshot, results)
     failing = any(s.verdict is Verdict.FAIL for s in steps) or any(
         f.severity is Severity.CRITICAL for p in results for f in p.findings)
     beside = _beside(results)
@@ -68,10 +74,13 @@ def build(snapshot: Snapshot, pods: list[PodDiagnosis], steps: list[StepResult],
         pods=results,
         checklist=tuple(steps),
         unreadable=tuple(Unreadable(f.what, f.reason) for f in snapshot.failures),
-        warnings=tuple(sorted(snapshot.notes)) + tuple(warnings),
+        warnings=tuple(sorted(snapshot.notes)) + _passed_over(snapshot.passed_over)
+        + tuple(warnings),
         prometheus=None if snapshot.prometheus is None else PrometheusSource(
             snapshot.prometheus.source, snapshot.prometheus.window_seconds,
             snapshot.prometheus.end),
+        cards=cards,
+        patches=_workload_patches(snapshot, pods, cards),
         beside=beside,
     )
     # Every string, whatever field of the cluster it came from, is made safe
@@ -80,8 +89,182 @@ def build(snapshot: Snapshot, pods: list[PodDiagnosis], steps: list[StepResult],
     return map_strings(report, _clean)
 
 
+# --- cards: the answer first --------------------------------------------------------
+
+# A log line shown only as context around a match ("line 46  ..."; a match is "line 47> ").
+_CONTEXT_LINE = re.compile(r"\bline \d+  ")
+
+
+def _proof(finding: Finding) -> str:
+    """The one line that proves a finding: the first thing its rule matched (an event, a
+    field, a matched log line), never a context line or a "... more" note."""
+    for line in finding.evidence:
+        if not _CONTEXT_LINE.search(line[:80]) and not line.startswith("... "):
+            return line
+    return finding.evidence[0] if finding.evidence else finding.title
+
+
+def _owner(pod: PodResult) -> str:
+    return pod.owner or f"Pod/{pod.name}"
+
+
+def _cards(snapshot: Snapshot, pods: tuple[PodResult, ...]) -> tuple[Card, ...]:
+    """One card per workload and failure; pods of a workload with the same findings share
+    it. Critical first, then by checklist step; fallbacks ("no known signature") last."""
+    per_workload = Counter((p.namespace, _owner(p)) for p in pods)
+    groups: dict[tuple[str, str, tuple[str, ...]], list[PodResult]] = {}
+    for pod in pods:
+        ids = tuple(f.id for f in pod.findings if f.severity is not Severity.INFO)
+        if ids:
+            groups.setdefault((pod.namespace, _owner(pod), ids), []).append(pod)
+    causes = _cross_pod_causes(snapshot, pods)
+    cards: list[Card] = []
+    for (namespace, owner, ids), members in groups.items():
+        first = members[0]
+        for finding in first.findings:
+            if finding.id not in ids:
+                continue
+            cards.append(Card(
+                workload=owner, namespace=namespace, finding=finding.id,
+                severity=finding.severity, title=finding.title, step=finding.step,
+                pods=tuple(p.name for p in members),
+                pods_total=per_workload[(namespace, owner)], proof=_proof(finding),
+                fix=finding.fix,
+                causes=tuple(c for (ns, wl, fid), found in causes.items()
+                             if (ns, wl) == (namespace, owner) and fid == finding.id
+                             for c in found),
+                also=tuple(i for i in ids if i != finding.id)))
+    fallback = {f.id for p in pods for f in p.findings if f.fallback}
+    cards.sort(key=lambda c: (c.finding in fallback, c.severity.rank, c.step))
+    return tuple(cards)
+
+
+_WAITING_FOR_GPU = ("gpu-unschedulable", "rollout-gpu-surge")
+
+
+def _cross_pod_causes(snapshot: Snapshot, pods: tuple[PodResult, ...]
+                      ) -> dict[tuple[str, str, str], list[str]]:
+    """Causes that span pods: GPUs held by crash-looping pods while another workload's
+    pods cannot be scheduled for lack of GPUs. Keyed by (namespace, workload, finding)."""
+    out: dict[tuple[str, str, str], list[str]] = {}
+    waiting = [p for p in pods if any(p.has(i) for i in _WAITING_FOR_GPU)]
+    if not waiting:
+        return out
+    allocatable = 0
+    for node in snapshot.items("nodes"):
+        for name in workload.GPU_RESOURCES:
+            value = ((node.get("status") or {}).get("allocatable") or {}).get(name)
+            if value is not None and str(value).isdigit():
+                allocatable += int(str(value))
+    by_name = {p.name: p for p in pods}
+    held: Counter[str] = Counter()
+    crashing: dict[str, list[tuple[str, int]]] = {}
+    for pod in snapshot.pods():
+        spec = workload.pod_spec(pod)
+        phase = (pod.get("status") or {}).get("phase")
+        if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
+            continue
+        gpus = sum(workload.gpu_request(c) for c in workload.containers(pod))
+        if not gpus:
+            continue
+        name = str(meta(pod).get("name", ""))
+        owner = workload.owner_label(snapshot, pod) or f"Pod/{name}"
+        held[owner] += gpus
+        result = by_name.get(name)
+        if workload.pod_state(pod) == "CrashLoopBackOff" or (
+                result is not None and any(f.severity is Severity.CRITICAL
+                                           for f in result.findings)
+                and result.restarts > 0):
+            crashing.setdefault(owner, []).append((name, gpus))
+    total_held = sum(held.values())
+    for owner, members in crashing.items():
+        gpus = sum(n for _, n in members)
+        result = by_name.get(members[0][0])
+        why = ", ".join(f.id for f in result.findings if f.severity is Severity.CRITICAL) \
+            if result else "crash loop"
+        waiters = sorted({_owner(p) for p in waiting if _owner(p) != owner})
+        if not waiters:
+            continue
+        pool = (f"all {allocatable} allocatable GPUs of the nodes read are held"
+                if allocatable and total_held >= allocatable else
+                f"{total_held} of {allocatable or '?'} allocatable GPUs are held")
+        sentence = (f"{pool}; {gpus} of them by {len(members)} crash-looping pod(s) of "
+                    f"{owner} ({why}), while the pods of {', '.join(waiters)} cannot be "
+                    f"scheduled: fixing {owner} frees them.")
+        namespace = str(meta(next(p for p in snapshot.pods()
+                                  if meta(p).get("name") == members[0][0])).get("namespace"))
+        for p in pods:
+            if _owner(p) == owner and p.name in {m for m, _ in members}:
+                for f in p.findings:
+                    if f.severity is Severity.CRITICAL:
+                        out.setdefault((namespace, owner, f.id), [])
+                        if sentence not in out[(namespace, owner, f.id)]:
+                            out[(namespace, owner, f.id)].append(sentence)
+        for p in waiting:
+            if _owner(p) in waiters:
+                for fid in _WAITING_FOR_GPU:
+                    key = (p.namespace, _owner(p), fid)
+                    out.setdefault(key, [])
+                    if sentence not in out[key]:
+                        out[key].append(sentence)
+    return out
+
+
+def _workload_patches(snapshot: Snapshot, diags: list[PodDiagnosis], cards: tuple[Card, ...]
+                      ) -> tuple[WorkloadPatch, ...]:
+    """Every card's patch of one object combined into one, applied to the object as read."""
+    combined: dict[tuple[str, str, str], tuple[patches.Edits, str, list[str]]] = {}
+    for card in cards:
+        fix = card.fix
+        if fix is None or fix.patch is None or not isinstance(fix.edits, dict):
+            continue
+        key = (fix.patch.kind, fix.patch.namespace, fix.patch.name)
+        edits = patches.Edits(args=fix.edits["args"], container=fix.edits["container"],
+                              pod=fix.edits["pod"], spec=fix.edits["spec"])
+        container = _container_of(diags, card)
+        if key in combined:
+            before, name, ids = combined[key]
+            combined[key] = (before.merged(edits), name, [*ids, card.finding])
+        else:
+            combined[key] = (edits, container, [card.finding])
+    out: list[WorkloadPatch] = []
+    for (kind, namespace, name), (edits, container, ids) in combined.items():
+        obj = snapshot.find(_PLURAL.get(kind, kind.lower() + "s"), namespace, name)
+        if obj is None:
+            continue
+        typed = {"apiVersion": obj.get("apiVersion") or patches.API_VERSION.get(kind, "v1"),
+                 "kind": kind, **obj}
+        doc = patches.build(patches.Target(kind, typed, container), edits)
+        if doc is None:
+            continue
+        out.append(WorkloadPatch(f"{kind}/{name}", Patch(
+            doc["apiVersion"], doc["kind"], doc["namespace"], doc["name"], doc["type"],
+            doc["patch"]), tuple(dict.fromkeys(ids))))
+    return tuple(out)
+
+
+_PLURAL = {"Deployment": "deployments", "StatefulSet": "statefulsets",
+           "InferenceService": "inferenceservices",
+           "HorizontalPodAutoscaler": "horizontalpodautoscalers",
+           "PersistentVolumeClaim": "persistentvolumeclaims"}
+
+
+def _container_of(diags: list[PodDiagnosis], card: Card) -> str:
+    for diag in diags:
+        if diag.name == card.pods[0]:
+            for f in diag.findings:
+                if f.id == card.finding:
+                    return f.container
+    return ""
+
+
 def _clean(text: str) -> str:
     return redact_text(sanitize(text))
+
+
+def _passed_over(pods: list[str]) -> tuple[str, ...]:
+    return tuple(f"not triaged (nothing marks it as a vLLM server), but crash-looping: {p}; "
+                 "if it serves with vLLM, select it with -l" for p in pods)
 
 
 def _beside(pods: tuple[PodResult, ...]) -> tuple[BesideFinding, ...]:
@@ -134,6 +317,10 @@ def _no_pods(snapshot: Snapshot) -> str:
     if snapshot.vllm_elsewhere:
         return (head + "; vLLM pods run in: " + ", ".join(
             f"{ns} ({n})" for ns, n in sorted(snapshot.vllm_elsewhere.items())))
+    if snapshot.passed_over:
+        names = ", ".join(p.split(" (", 1)[0] for p in snapshot.passed_over)
+        head += (f"; but {len(snapshot.passed_over)} crash-looping pod(s) were not triaged: "
+                 f"{names} (if they serve with vLLM, select them with -l)")
     if snapshot.elsewhere_unknown:
         return head + f"; could not look in other namespaces ({snapshot.elsewhere_unknown})"
     return head

@@ -12,7 +12,7 @@ from html import escape
 
 from triage.report import svg
 from triage.report.markdown import utc
-from triage.report.shown import beside_of, pods_label, remedies
+from triage.report.shown import beside_of, pods_label
 from triage.results import PodResult, Report
 from triage.snapshot import format_window
 
@@ -59,6 +59,18 @@ details[open] > summary { margin-bottom: 4px; }
 .remedy p { margin: 4px 0; }
 .remedy ul { margin: 4px 0 8px; padding-left: 22px; }
 .muted { color: var(--na); }
+.cards { margin: 14px 0 8px; }
+.card { border: 1px solid var(--line); border-left: 5px solid var(--na); border-radius: 4px;
+  padding: 6px 12px; margin: 8px 0; }
+.card.critical { border-left-color: var(--fail); } .card.warning { border-left-color: var(--warn); }
+.card h2 { border: 0; margin: 2px 0; padding: 0; font-size: 1.05em; }
+.card p, .card .fix p { margin: 3px 0; }
+.card .fix ul { margin: 2px 0 4px; padding-left: 22px; }
+.card .sev { text-transform: uppercase; font-size: .8em; letter-spacing: .04em; }
+.card.critical .sev { color: var(--fail); } .card.warning .sev { color: var(--warn); }
+.card .fix { background: #ecfdf3; border-radius: 3px; padding: 2px 8px; margin: 4px 0; }
+.card .cause { color: var(--warn); }
+.patch h3 { margin: 10px 0 2px; }
 footer { margin-top: 32px; padding-top: 8px; border-top: 1px solid var(--line);
   color: var(--na); font-size: .85em; }
 @media print {
@@ -123,9 +135,9 @@ def render(report: Report, color: bool = False) -> str:
     parts += [
         "</header>",
     ]
+    parts += _cards(report)
     parts += _pods(report.pods)
     parts += _checklist(report)
-    parts += _remediation(report)
     if report.unreadable:
         parts.append("<h2>Could not read</h2><ul>")
         parts += [f"<li>{e(u.what)}: {e(u.reason)}</li>" for u in report.unreadable]
@@ -240,15 +252,38 @@ def _checklist(report: Report) -> list[str]:
     return out
 
 
-def _remediation(report: Report) -> list[str]:
-    todo = remedies(report)
-    if not todo:
+PROOF_CHARS = 400
+
+
+def _cards(report: Report) -> list[str]:
+    """The answer first: one card per workload and failure, then the patches to review."""
+    if not report.cards:
         return []
-    out = ["<h2>What to do</h2>"]
-    for remedy in todo:
-        out.append(f"<h3>{e(remedy.heading)} {_verdict(remedy.verdict.value)}</h3>")
-        for rem in remedy.texts:
-            out.append(f'<div class="remedy">{_prose(rem)}</div>')
+    out = ['<section class="cards">']
+    for card in report.cards:
+        proof = " ".join(card.proof.split())
+        if len(proof) > PROOF_CHARS:
+            proof = proof[:PROOF_CHARS - 3] + "..."
+        out.append(f'<div class="card {e(card.severity.value)}">')
+        out.append(f'<h2><span class="sev">{e(card.severity.value)}</span> '
+                   f"<code>{e(card.finding)}</code> {e(card.title)}</h2>")
+        out.append(f'<p class="muted">{e(card.scope)} · step {e(card.step)}</p>')
+        out.append(f'<p class="proof"><strong>proof</strong> <code>{e(proof)}</code></p>')
+        if card.fix is not None:
+            out.append(f'<div class="fix"><strong>fix</strong> {_prose(card.fix.text)}</div>')
+            for command in card.fix.commands:
+                if card.fix.patch is None or command != card.fix.patch.command():
+                    out.append(f'<p class="cmd"><code>{e(command)}</code></p>')
+        for cause in card.causes:
+            out.append(f'<p class="cause"><strong>cause</strong> {e(cause)}</p>')
+        out.append("</div>")
+    for wp in report.patches:
+        out.append('<div class="patch">')
+        out.append(f"<h3>Patch for {e(wp.workload)} ({e(', '.join(wp.findings))})</h3>")
+        out.append("<p class=\"muted\">never applied by vllm-triage; preview, then apply:</p>")
+        out.append(_pre([wp.patch.preview(), wp.patch.command()]))
+        out.append("</div>")
+    out.append("</section>")
     return out
 
 

@@ -1,11 +1,12 @@
 """Markdown writer: a report to paste into a GitHub or GitLab issue.
 
-A one-line verdict, one table row per pod, each finding with the lines that
+A one-line verdict, the cards (what broke, the proof, the fix with its number,
+the patch), one table row per pod, each finding with the lines that
 prove it (the rest of its evidence, the checklist evidence and the timeline
-in collapsed ``<details>``), the checklist as a table, the remediation as
-unwrapped prose, and a footer naming the cluster context, namespace, time
-(UTC) and version. No evidence line appears twice; code blocks wrap long
-lines visibly (a marked continuation) instead of scrolling sideways.
+in collapsed ``<details>``), the checklist as a table, and a footer naming the
+cluster context, namespace, time (UTC) and version. No evidence line appears
+twice; code blocks wrap long lines visibly (a marked continuation) instead of
+scrolling sideways.
 Everything that came from the cluster is escaped: table cells cannot break
 out of their row, and fenced blocks use a fence longer than any run of
 backticks inside them, so a log line holding ``` cannot end the block.
@@ -17,7 +18,10 @@ import html
 import re
 import textwrap
 
-from triage.report.shown import beside_of, blocks, pick, pods_label, remedies, step_lines
+import yaml
+
+from triage.report import fixdir
+from triage.report.shown import beside_of, blocks, pick, pods_label, step_lines
 from triage.results import PodResult, Report
 
 VERDICT_MARK = {"pass": "✅ pass", "warn": "⚠️ warn", "fail": "❌ fail",
@@ -72,6 +76,7 @@ def render(report: Report, color: bool = False) -> str:
     mark = VERDICT_MARK[report.verdict.value].upper()
     out.append(f"### vLLM triage: {mark} ({inline(ns)}): {inline(report.summary)}")
     out.append("")
+    out += _cards(report)
 
     pods = report.pods
     if pods:
@@ -84,17 +89,6 @@ def render(report: Report, color: bool = False) -> str:
                    "vLLM): pass `-n` with a namespace where they run, `-A`, or `-l` to select "
                    "pods by label.")
         out.append("")
-
-    todo = remedies(report)
-    if todo:
-        out.append("#### What to do")
-        out.append("")
-        for remedy in todo:
-            out.append(f"**{inline(remedy.heading)}**")
-            out.append("")
-            for rem in remedy.texts:
-                out.extend(_remediation(rem))
-                out.append("")
 
     if report.unreadable:
         out.append("#### Could not read")
@@ -119,6 +113,53 @@ def render(report: Report, color: bool = False) -> str:
     out.append("")
     out.append("<sub>" + " · ".join(footer) + "</sub>")
     return "\n".join(out) + "\n"
+
+
+PROOF_CHARS = 300
+
+
+def _cards(report: Report) -> list[str]:
+    """The answer first: per workload and failure, the proof and the fix; then the patches."""
+    out: list[str] = []
+    for n, card in enumerate(report.cards, 1):
+        out.append(f"**{n}. {inline(SEVERITY_MARK[card.severity.value])} {code(card.finding)}: "
+                   f"{inline(card.title)}** ({inline(card.scope)}, step {card.step})")
+        out.append("")
+        proof = " ".join(card.proof.split())
+        if len(proof) > PROOF_CHARS:
+            proof = proof[:PROOF_CHARS - 3] + "..."
+        out.append(f"- proof: {code(proof)}")
+        if card.fix is not None:
+            first, *rest = card.fix.text.splitlines() or [""]
+            out.append(f"- **fix:** {_remediation(first)[0]}")
+            out += [f"  {line}" for line in _remediation(chr(10).join(rest)) if line]
+            for command in card.fix.commands:
+                if card.fix.patch is None or command != card.fix.patch.command():
+                    out.append(f"- run: {code(command)}")
+        for cause in card.causes:
+            out.append(f"- cause: {inline(cause)}")
+        out.append("")
+    if report.patches:
+        out.append("Patches to review (never applied by vllm-triage; `--fix-dir DIR` writes "
+                   "each to a file):")
+        out.append("")
+        for wp in report.patches:
+            name = fixdir.file_name(wp)
+            p = wp.patch
+            head = f"kubectl patch {p.resource} {p.name} -n {p.namespace} --type {p.type} \\"
+            out.append(f"- {code(wp.workload)} ({inline(', '.join(wp.findings))}): {code(name)}")
+            out.append("")
+            body = yaml.safe_dump(p.body, sort_keys=False, width=100).splitlines()
+            out.append("  " + fenced(body, "yaml").replace(chr(10), chr(10) + "  "))
+            out.append("")
+            out.append("  preview, then apply:")
+            out.append("")
+            out.append("  " + fenced([head, f"  --patch-file {name} \\",
+                                      "  --dry-run=server -o yaml | kubectl diff -f -",
+                                      head, f"  --patch-file {name}"], "sh")
+                       .replace(chr(10), chr(10) + "  "))
+            out.append("")
+    return out
 
 
 def _pods(pods: tuple[PodResult, ...]) -> list[str]:

@@ -1,4 +1,5 @@
-"""Terminal writer: pods and their diagnosis, the checklist, what to do.
+"""Terminal writer: the cards first (what broke, the proof, the fix with its number, the
+patch), then the pods and their diagnosis, the checklist.
 
 It draws to the width it is given (the terminal's, or ``COLUMNS``), never
 below 80 columns: boxes are only as wide as the screen, each evidence item
@@ -10,6 +11,7 @@ once per pod, and every "more" says where the rest is.
 from __future__ import annotations
 
 import io
+import re
 
 from rich import box
 from rich.console import Console, Group, RenderableType
@@ -25,7 +27,6 @@ from triage.report.shown import (
     blocks,
     pick,
     pods_label,
-    remedies,
     step_lines,
 )
 from triage.results import TIMELINE_KINDS, PodResult, Report, StepResult, TimelineEvent
@@ -59,6 +60,8 @@ def render(report: Report, color: bool = False, width: int | None = None) -> str
     console.print(head)
     console.print(Text(report.summary, style=VERDICT_STYLE[report.verdict.value]))
     console.print()
+    for line in _cards(report):
+        console.print(line)
 
     troubled = [p for p in report.pods if p.findings]
     for pod in troubled:
@@ -82,15 +85,6 @@ def render(report: Report, color: bool = False, width: int | None = None) -> str
 
     console.print(_checklist(report, width))
     console.print()
-    todo = remedies(report)
-    if todo:
-        console.print(Text("What to do", style="bold"))
-        for remedy in todo:
-            for rem in remedy.texts:
-                console.print(Text(remedy.heading, style=VERDICT_STYLE[remedy.verdict.value]))
-                for prose in rem.splitlines():
-                    console.print(_hanging(prose, 2))
-        console.print()
     _tail(console, report)
     return buf.getvalue()
 
@@ -103,6 +97,54 @@ def _tail(console: Console, report: Report) -> None:
         console.print()
     for w in report.warnings:
         console.print(Text(f"warning: {w}", style="yellow"))
+
+
+PROOF_CHARS = 220
+_SOURCE_SUFFIX = re.compile(r" \((?:one scrape of /metrics[^)]*|Prometheus, last [^)]*)\)$")
+
+
+def _short(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit - 3] + "..."
+
+
+def _cards(report: Report) -> list[Text]:
+    """The answer first: one block per workload and failure, then the patches to review."""
+    out: list[Text] = []
+    for n, card in enumerate(report.cards, 1):
+        head = Text()
+        head.append(f"{n}. ", style="bold")
+        head.append(f"[{card.severity}] ", style=SEVERITY_STYLE[card.severity.value])
+        head.append(card.finding, style="bold")
+        head.append(f"  {card.title}")
+        out.append(head)
+        out.append(Text(f"   {card.scope}  (step {card.step})", style="cyan"))
+        # The numbers' source is said once, with the pod's evidence below.
+        proof = _SOURCE_SUFFIX.sub("", card.proof)
+        out.append(Text(f"   proof: {_short(proof, PROOF_CHARS)}", overflow="fold"))
+        if card.fix is not None:
+            first, *rest = card.fix.text.splitlines() or [""]
+            out.append(Text(f"   fix:   {first}", style="bold", overflow="fold"))
+            out += [Text(f"          {line}", overflow="fold") for line in rest[:8]]
+            if len(rest) > 8:
+                out.append(Text(f"          ... {len(rest) - 8} more lines (see -o markdown)",
+                                style="dim"))
+            for command in card.fix.commands:
+                if card.fix.patch is None or command != card.fix.patch.command():
+                    out.append(Text(f"   run:   {command}", overflow="fold"))
+        for cause in card.causes:
+            out.append(Text(f"   cause: {cause}", style="yellow", overflow="fold"))
+    if report.patches:
+        out.append(Text("Patches to review (never applied by vllm-triage; --fix-dir DIR "
+                        "writes each to a file):", style="bold"))
+        for wp in report.patches:
+            out.append(Text(f"   {wp.workload} ({', '.join(wp.findings)}):"))
+            out.append(Text(f"     {wp.patch.command()}", overflow="fold"))
+        out.append(Text("   preview a patch first: add --dry-run=server -o yaml | kubectl diff "
+                        "-f -", style="dim"))
+    if out:
+        out.append(Text(""))
+    return out
 
 
 def _pod_panel(pod: PodResult, width: int) -> Panel:

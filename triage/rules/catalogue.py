@@ -58,6 +58,8 @@ def findings_markdown(patterns: tuple[Pattern, ...], step_titles: dict[int, str]
                   + (", with a warning form (`warn_when`)" if p.warn_when is not None else "")
                   + (", a fallback (only when no critical finding explains the pod)"
                      if p.fallback else "")
+                  + (f", generic (stands back when a more specific {p.explained_by.value} "
+                     "finding explains the pod)" if p.explained_by is not None else "")
                   + f"; checklist step {p.step} ({step_titles.get(p.step, '?')}).", ""]
         if p.summary:
             lines += [" ".join(p.summary.split()), ""]

@@ -23,9 +23,11 @@ import regex
 
 from triage import workload
 from triage.facts import REGISTRY, ContainerContext, Fact
+from triage.linetime import without_kubelet_time
 from triage.logs import LogLine, Query, QuerySet, parse_line
 from triage.metrics import describe
 from triage.results import Finding, Location, Severity, Unevaluated, Verdict
+from triage.rules import fixes
 from triage.rules.fields import dig_path
 from triage.rules.language import (
     LOG_LEVELS,
@@ -356,9 +358,11 @@ def _merge(groups: Any) -> list[str]:
 
 
 def log_evidence(ctx: ContainerContext, stream: str, line: LogLine, marked: bool) -> str:
+    """A log line as evidence, as the container printed it (the kubelet's time, which the
+    timeline and the stall measure use, is not repeated on every line)."""
     label = "previous log" if stream == "previous" else "log"
     marker = ">" if marked else " "
-    return f"{label} ({ctx.name}) line {line.number}{marker} {line.raw}"
+    return f"{label} ({ctx.name}) line {line.number}{marker} {without_kubelet_time(line.raw)}"
 
 
 def compare(value: Any, cmp: Comparison, ref: Any = None) -> bool:
@@ -433,12 +437,19 @@ def _number(value: Any) -> float | None:
 # configs) says what failed on the indented "  Value error, ..." line after it.
 # No \s: the log engine tries a match across a line and the two before it
 # (hard-wrapped messages), and a shape must not start on one line and end on the next.
+# argparse's "PROG: error: MESSAGE" (the usage text before it is not the cause),
+# torch's "... thread terminated with exception: CUDA error: ..." (the hints after
+# it, "Compile with `TORCH_USE_CUDA_DSA`", are not) and "Exception in worker ...
+# while processing method ...: CAUSE" count as exception lines too.
 _ERROR_SHAPE = regex.compile(
     r"(?:^|[\])│|][ \t]*|:\d+: )(?:(?P<trace>Traceback \(most recent)"
     r"|(?P<warn>[A-Za-z_][\w.]*Warning\b:)"
     r"|(?P<exc>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b:?|Fatal Python error"
-    r"|Bus error|Segmentation fault|Killed$))|(?P<nccl>\bNCCL WARN\b)"
+    r"|Bus error|Segmentation fault|Killed$|Exception in (?:worker|thread)\b))"
+    r"|(?P<nccl>\bNCCL WARN\b)"
     r"|^[ \t]*(?P<pydantic>Value error, )"
+    r"|^(?P<argparse>[\w.\- ]*\w: error: )"
+    r"|(?P<torch>\bterminated with exception: )"
 )
 
 
@@ -589,6 +600,7 @@ def diagnose(evaluator: Evaluator, patterns: tuple[Pattern, ...], diag: PodDiagn
             apply(evaluator, pattern, diag)
     found = {f.id for f in diag.findings} | set(raised)
     diag.findings = [f for f in diag.findings if not set(by_id[f.id].yields_to) & found]
+    explain(by_id, diag, raised)
     warn_when(evaluator, patterns, diag)
     critical = (any(f.severity is Severity.CRITICAL for f in diag.findings)
                 or Severity.CRITICAL in raised.values())
@@ -600,6 +612,48 @@ def diagnose(evaluator: Evaluator, patterns: tuple[Pattern, ...], diag: PodDiagn
                 apply(evaluator, pattern, diag)
     escalate(evaluator, by_id, diag)
     diag.findings.sort(key=lambda f: (f.severity.rank, f.step))
+
+
+def explain(by_id: dict[str, Pattern], diag: PodDiagnosis, raised: dict[str, Severity]) -> None:
+    """Generic findings (``explained_by``) stand back for a specific one on the same pod.
+
+    A finding is specific when its pattern has no ``explained_by``; a generic
+    finding is dropped when a specific one of at least the named severity was
+    raised, and the specific one (the first, most severe) says what it explains,
+    so the one crash is reported once, by its most precise name. Generic
+    findings never explain each other: two of them both stay.
+    """
+    def generic(fid: str) -> bool:
+        return fid in by_id and by_id[fid].explained_by is not None
+
+    specific = [(f.severity, f.id) for f in diag.findings if not generic(f.id)]
+    specific += [(sev, fid) for fid, sev in raised.items() if not generic(fid)]
+    kept: list[Finding] = []
+    explained: list[Finding] = []
+    for f in diag.findings:
+        level = by_id[f.id].explained_by if f.id in by_id else None
+        if level is not None and any(sev.rank <= level.rank for sev, _ in specific):
+            explained.append(f)
+            diag.states[f.id] = Truth.FALSE
+        else:
+            kept.append(f)
+    if explained:
+        lead = min((i for i, f in enumerate(kept) if not generic(f.id)),
+                   key=lambda i: kept[i].severity.rank, default=None)
+        if lead is not None:
+            notes = tuple(f"explains {f.id} ({f.title})"
+                          + (f": {_marked(f.evidence)}" if f.evidence else "")
+                          for f in explained)
+            kept[lead] = dataclasses.replace(kept[lead], evidence=kept[lead].evidence + notes)
+    diag.findings = kept
+
+
+_MARKED = regex.compile(r" line \d+> ")
+
+
+def _marked(evidence: tuple[str, ...]) -> str:
+    """The line a finding's evidence marks (a log match), else its first line."""
+    return next((e for e in evidence if _MARKED.search(e)), evidence[0])
 
 
 def warn_when(evaluator: Evaluator, patterns: tuple[Pattern, ...], diag: PodDiagnosis) -> None:
@@ -644,11 +698,16 @@ def classify(snapshot: Snapshot, patterns: tuple[Pattern, ...],
     still being read. Without it, the snapshot's pods in order.
     """
     order = {id(pod): i for i, pod in enumerate(snapshot.pods())}
+    by_id = {p.id: p for p in patterns}
     done: dict[int, tuple[PodDiagnosis, list[str]]] = {}
     for pod in snapshot.pods() if arrivals is None else arrivals:
         warnings: list[str] = []
         diag = PodDiagnosis(pod, contexts(pod))
-        diagnose(Evaluator(warnings), patterns, diag)
+        evaluator = Evaluator(warnings)
+        diagnose(evaluator, patterns, diag)
+        # Fixes read the same facts and logs: computed before the logs are released.
+        fixes.attach(by_id, diag, lambda cond, ctx, f, d=diag, e=evaluator:
+                     e.evaluate(cond, ctx, d, f.id).true)
         for ctx in diag.contexts:
             ctx.release_logs()
         done[order[id(pod)]] = (diag, warnings)

@@ -137,6 +137,30 @@ class Escalation:
 
 
 @dataclass(frozen=True)
+class PatchSpec:
+    """The edits a fix makes, as templates over its values (``triage.patches.Edits``)."""
+
+    target: str = "workload"  # workload | autoscaler | claim
+    args: dict[str, Any] = field(default_factory=dict)
+    container: dict[str, Any] = field(default_factory=dict)
+    pod: dict[str, Any] = field(default_factory=dict)
+    spec: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FixCase:
+    """One way to fix a finding: when ``when`` holds (always, without one), compute
+    ``values`` in order from facts, fill ``text`` and ``patch`` with them."""
+
+    text: str
+    when: Condition | None = None
+    values: tuple[tuple[str, Any], ...] = ()  # (name, triage.rules.fixlang.Expression)
+    check: Any = None  # an expression over the values: the case applies only when true
+    patch: PatchSpec | None = None
+    commands: tuple[str, ...] = ()  # templates of kubectl commands that check or apply it
+
+
+@dataclass(frozen=True)
 class Example:
     """A whole-rule example: a small snapshot and whether the pattern reports on it."""
 
@@ -179,6 +203,13 @@ class Pattern:
     # does not hold but this does, the finding is raised as a warning
     # (``disk-full``: a disk "over 95% full" that has not failed a write yet).
     warn_when: Condition | None = None
+    # A generic finding (engine-died, startup-stalled) stands back when a more
+    # specific one of at least this severity is raised on the same pod: the
+    # specific one explains the same crash and leads (see ``diagnose``).
+    explained_by: Severity | None = None
+    # How to fix it with the pod's own numbers: the first case that holds and
+    # whose facts are known; else the remediation, saying what was not known.
+    fix: tuple[FixCase, ...] = ()
     # False: the finding is not what its step asks about (a port clash under
     # step 2 "CUDA OOM"); it is shown as its own row beside that step and
     # leaves the step's verdict to the step's own question.
@@ -191,6 +222,7 @@ class Pattern:
             conds.append(self.escalate.when)
         if self.warn_when is not None:
             conds.append(self.warn_when)
+        conds += [case.when for case in self.fix if case.when is not None]
         found: set[str] = set()
         for cond in conds:
             for leaf in walk(cond, into_not=True):

@@ -23,6 +23,12 @@ from triage.facts import REGISTRY as FACTS
 from triage.metrics import METRICS
 from triage.results import Severity, Verdict
 from triage.rules.fields import check_path, parse_path
+from triage.rules.fixlang import (
+    FixLanguageError,
+    parse_expression,
+    template_names,
+    value_names,
+)
 from triage.rules.language import (
     COMPARISONS,
     DEFAULT_LOG_LEVELS,
@@ -40,10 +46,12 @@ from triage.rules.language import (
     FactLeaf,
     FieldLeaf,
     FindingLeaf,
+    FixCase,
     LogLeaf,
     MetricLeaf,
     NodeConditionLeaf,
     Not,
+    PatchSpec,
     Pattern,
     RootCauseLeaf,
 )
@@ -67,10 +75,18 @@ class PatternError(ValueError):
 
 
 _ID = regex.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+_VALUE_NAME = regex.compile(r"^[a-z][a-z0-9_]*$")
+# Names every fix may use besides facts, metrics and its own values: where it is.
+FIX_CONTEXT = ("namespace", "pod", "container", "node", "workload", "workload_kind",
+               "workload_name")
 _TOP_KEYS = {
     "id", "severity", "title", "step", "remediation", "when", "summary", "show", "fallback",
-    "yields_to", "escalate", "examples", "references", "warn_when", "answers_step",
+    "yields_to", "escalate", "examples", "references", "warn_when", "fix", "answers_step",
+    "explained_by",
 }
+_FIX_KEYS = {"when", "values", "if", "text", "patch", "commands"}
+_PATCH_KEYS = {"target", "args", "container", "pod", "spec"}
+_PATCH_TARGETS = ("workload", "autoscaler", "claim")
 _EXAMPLE_KEYS = {"name", "reports", "log", "previous_log", "status", "pod", "container",
                  "events", "node", "objects", "facts", "metrics", "findings", "unread",
                  "severity"}
@@ -288,6 +304,85 @@ class _Reader:
         return Escalation(self.condition(data["when"], "escalate.when"), Verdict(verdict),
                           self.string(data, "note", "escalate."))
 
+    def fix(self, data: Any) -> tuple[FixCase, ...]:
+        """``fix:``: one case (a mapping) or a list of cases, tried in order."""
+        if data is None:
+            return ()
+        cases = data if isinstance(data, list) else [data]
+        out: list[FixCase] = []
+        for i, case in enumerate(cases):
+            at = f"fix[{i}]" if isinstance(data, list) else "fix"
+            if not isinstance(case, dict):
+                raise self.fail(at, "must be a mapping with text, and values, when, patch")
+            unknown = set(case) - _FIX_KEYS
+            if unknown:
+                raise self.fail(f"{at}.{sorted(unknown)[0]}", "unknown key; expected one of "
+                                + ", ".join(sorted(_FIX_KEYS)))
+            known = set(FACTS) | set(METRICS) | set(FIX_CONTEXT)
+            values: list[tuple[str, Any]] = []
+            raw_values = case.get("values") or {}
+            if not isinstance(raw_values, dict):
+                raise self.fail(f"{at}.values", "must be a mapping of name: expression")
+            for name, text in raw_values.items():
+                where = f"{at}.values.{name}"
+                if not isinstance(name, str) or not _VALUE_NAME.match(name):
+                    raise self.fail(where, "a value name is lower_case_with_underscores")
+                try:
+                    expr = parse_expression(text)
+                except FixLanguageError as exc:
+                    raise self.fail(where, str(exc)) from None
+                self._check_names(expr.names, known, where)
+                values.append((name, expr))
+                known.add(name)
+            check = None
+            if "if" in case:
+                try:
+                    check = parse_expression(case["if"])
+                except FixLanguageError as exc:
+                    raise self.fail(f"{at}.if", str(exc)) from None
+                self._check_names(check.names, known, f"{at}.if")
+            text = self.string(case, "text", f"{at}.")
+            try:
+                self._check_names(template_names(text), known, f"{at}.text")
+                patch = self.patch(case.get("patch"), f"{at}.patch", known)
+                commands = case.get("commands") or []
+                if not isinstance(commands, list) or not all(
+                        isinstance(c, str) for c in commands):
+                    raise self.fail(f"{at}.commands", "must be a list of command templates")
+                for j, command in enumerate(commands):
+                    self._check_names(template_names(command), known, f"{at}.commands[{j}]")
+            except FixLanguageError as exc:
+                raise self.fail(at, str(exc)) from None
+            when = self.condition(case["when"], f"{at}.when") if "when" in case else None
+            out.append(FixCase(text=text.strip(), when=when, values=tuple(values), check=check,
+                               patch=patch, commands=tuple(commands)))
+        return tuple(out)
+
+    def patch(self, data: Any, at: str, known: set[str]) -> PatchSpec | None:
+        if data is None:
+            return None
+        if not isinstance(data, dict) or set(data) - _PATCH_KEYS:
+            raise self.fail(at, "must be a mapping with target, args, container, pod, spec")
+        target = data.get("target", "workload")
+        if target not in _PATCH_TARGETS:
+            raise self.fail(f"{at}.target", "must be one of " + ", ".join(_PATCH_TARGETS))
+        parts: dict[str, dict[str, Any]] = {}
+        for key in ("args", "container", "pod", "spec"):
+            part = data.get(key) or {}
+            if not isinstance(part, dict):
+                raise self.fail(f"{at}.{key}", "must be a mapping")
+            self._check_names(value_names(part), known, f"{at}.{key}")
+            parts[key] = part
+        if target != "workload" and (parts["args"] or parts["container"] or parts["pod"]):
+            raise self.fail(at, f"a patch of the {target} changes only its spec")
+        return PatchSpec(target=target, **parts)
+
+    def _check_names(self, names: Iterable[str], known: set[str], where: str) -> None:
+        for name in sorted(names):
+            if name not in known:
+                raise self.fail(where, f"unknown name {name!r}: not a fact, a metric, an "
+                                "earlier value or one of " + ", ".join(FIX_CONTEXT))
+
     def examples(self, data: Any) -> tuple[Example, ...]:
         if data is None:
             return ()
@@ -399,12 +494,30 @@ class _Reader:
                 raise self.fail("warn_when", "only a critical pattern that is not a fallback "
                                 "has a milder warning form")
             warn_when = self.condition(data["warn_when"], "warn_when")
+        explained_by = None
+        if data.get("explained_by") is not None:
+            rule = data["explained_by"]
+            levels = [s.value for s in Severity]
+            if not isinstance(rule, dict) or set(rule) != {"severity"} or \
+                    rule["severity"] not in levels:
+                raise self.fail("explained_by", "must be {severity: LEVEL}, LEVEL one of "
+                                + ", ".join(levels))
+            if data.get("fallback"):
+                raise self.fail("explained_by", "a fallback already stands back for every "
+                                "critical finding")
+            explained_by = Severity(rule["severity"])
+        remediation = self.string(data, "remediation", "").strip()
+        try:  # the general advice names the pod's real namespace, pod, container, node
+            self._check_names(template_names(remediation), set(FACTS) | set(FIX_CONTEXT),
+                              "remediation")
+        except FixLanguageError as exc:
+            raise self.fail("remediation", str(exc)) from None
         return Pattern(
             id=pid,
             severity=Severity(severity),
             title=self.string(data, "title", ""),
             step=step,
-            remediation=self.string(data, "remediation", "").strip(),
+            remediation=remediation,
             summary=self.string(data, "summary", "", required=False).strip(),
             when=self.condition(data["when"], "when"),
             show=tuple(self.condition(c, f"show[{i}]", display_ok=True)
@@ -416,6 +529,8 @@ class _Reader:
             references=tuple(str(r) for r in refs),
             source=self.source,
             warn_when=warn_when,
+            explained_by=explained_by,
+            fix=self.fix(data.get("fix")),
             answers_step=answers_step,
         )
 

@@ -119,7 +119,7 @@ class ReportCollector(Collector):
                 for f in pod.get("findings") or []:
                     where = [name, pod["namespace"], workload, pod["name"], f["id"]]
                     if budget <= 0:
-                        lost += 1
+                        lost += 1 + sum(1 for _ in _fix_values(f))  # and its fix's series
                         continue
                     budget -= 1
                     finding.add_metric([*where, f["severity"], str(f["step"])], 1)

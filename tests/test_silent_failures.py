@@ -1,0 +1,99 @@
+"""Issue 15: failures that used to be silent (a dead GPU that exits 0, a dead engine, a
+stalled start, a hung engine) are named, by their most specific finding, and the
+healthy look-alikes stay silent."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tests.conftest import FIXTURES, run_cli
+from triage.facts import ContainerContext
+from triage.results import Severity
+from triage.rules.evaluate import Evaluator, PodDiagnosis, diagnose
+from triage.rules.examples import build
+from triage.rules.language import Example
+from triage.rules.loader import load_patterns
+
+GPU_LOST = "vllm-llama8b-6d5c4b3a2f-k7p2x"
+
+
+def test_gpu_lost_under_a_serving_pod_is_critical_and_leads() -> None:
+    run = run_cli("analyze", str(FIXTURES / "gpu-lost-exit-0"), "-o", "json")
+    assert run.code == 1, run.stderr
+    report = run.json()
+    pod = next(p for p in report["pods"] if p["name"] == GPU_LOST)
+    assert [(f["id"], f["severity"]) for f in pod["findings"]] == [
+        ("gpu-hardware-error", "critical")]
+    evidence = "\n".join(pod["findings"][0]["evidence"])
+    assert "torch.AcceleratorError: CUDA error: unknown error" in evidence
+    assert "allocatable nvidia.com/gpu=3" in evidence and "capacity nvidia.com/gpu=4" in evidence
+    # The engine death is what the GPU explains: said once, inside the leading finding.
+    assert "explains engine-died" in evidence and "EngineCore encountered a fatal error" in evidence
+    assert "failing: gpu-hardware-error" in report["summary"]
+
+
+def _diagnose(findings_raised: dict[str, Severity], example: Example) -> list[str]:
+    patterns = load_patterns().patterns
+    snap, pod, container = build(example)
+    ctx = ContainerContext(snap, pod, container)
+    diag = PodDiagnosis(pod, [ctx])
+    generic = next(p for p in patterns if p.id == "engine-died")
+    diagnose(Evaluator([]), (generic,), diag, findings_raised)
+    return [f.id for f in diag.findings]
+
+
+EXITED_0 = Example(
+    name="engine died, exit 0", reports=True,
+    status={"state": {"running": {"startedAt": "2026-11-28T02:40:00Z"}},
+            "lastState": {"terminated": {"reason": "Completed", "exitCode": 0}},
+            "restartCount": 1},
+    previous_log="(APIServer pid=1) ERROR 11-28 02:39:51 [async_llm.py:430] vllm.v1.engine."
+                 "exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace "
+                 "(above) for the root cause.\n")
+
+
+def test_a_generic_finding_stands_back_only_for_a_specific_one_severe_enough() -> None:
+    assert _diagnose({}, EXITED_0) == ["engine-died"]
+    assert _diagnose({"gpu-hardware-error": Severity.CRITICAL}, EXITED_0) == []
+    # a warning explains nothing: the node losing GPUs does not hide a dead engine
+    assert _diagnose({"gpu-hardware-error": Severity.WARNING}, EXITED_0) == ["engine-died"]
+
+
+def test_generic_findings_never_explain_each_other() -> None:
+    patterns = {p.id: p for p in load_patterns().patterns}
+    # a second generic critical finding raised by the same lines
+    other = dataclasses.replace(patterns["engine-died"], id="other-generic")
+    snap, pod, container = build(EXITED_0)
+    diag = PodDiagnosis(pod, [ContainerContext(snap, pod, container)])
+    diag_patterns = (patterns["engine-died"], other)
+    diagnose(Evaluator([]), diag_patterns, diag, {})
+    assert sorted(f.id for f in diag.findings) == ["engine-died", "other-generic"]
+
+
+def test_a_stalled_start_is_named_and_slow_or_idle_servers_are_not() -> None:
+    """A TP=2 start silent at NCCL set-up for 24 minutes is startup-stalled (its probe still
+    has budget); a start loading shards slowly for 20 minutes and a ready server whose log
+    has been quiet for three hours get no stall or hang finding."""
+    report = run_cli("analyze", str(FIXTURES / "startup-stalled-nccl"), "-o", "json").json()
+    by_pod = {p["name"]: p["findings"] for p in report["pods"]}
+    found = by_pod["vllm-llama70b-6c5d4e3f2a-n4k8s"]
+    # the 64 MiB /dev/shm of a TP=2 pod is shm-too-small's warning form, beside the stall
+    assert sorted((f["id"], f["severity"]) for f in found) == [
+        ("shm-too-small", "warning"), ("startup-stalled", "critical")]
+    stalled = [f for f in found if f["id"] == "startup-stalled"]
+    evidence = "\n".join(stalled[0]["evidence"])
+    assert "NCCL / distributed init" in evidence and "24m29s (1469 s)" in evidence
+    assert "the kubelet's time of each line" in evidence
+    assert "64 MiB" in evidence
+    for idle in ("vllm-llama405b-2f3e4d5c6b-t8v2c", "vllm-qwen-internal-8e9f0a1b2c-d6w3m"):
+        assert by_pod[idle] == [], (idle, by_pod[idle])
+
+
+def test_a_hung_engine_is_named_and_its_busy_twin_is_not() -> None:
+    report = run_cli("analyze", str(FIXTURES / "engine-hung-shm-broadcast"), "-o", "json").json()
+    by_pod = {p["name"]: p["findings"] for p in report["pods"]}
+    hung = by_pod["vllm-qwen32b-4b5c6d7e8f-x2m7q"]
+    assert [f["id"] for f in hung] == ["engine-hung"]
+    evidence = "\n".join(hung[0]["evidence"])
+    assert "shared-memory broadcast wait(s)" in evidence and "0.0 tokens/s" in evidence
+    assert by_pod["vllm-qwen32b-4b5c6d7e8f-f5j9w"] == []

@@ -1,0 +1,247 @@
+"""Facts about progress: how long a log has been silent, how far a start got, and whether
+a serving engine still generates.
+
+They measure; ``startup-stalled`` and ``engine-hung`` hold the thresholds.
+Times are the kubelet's when the log was read with ``timestamps=true`` and
+vLLM's own stamps otherwise (``triage.linetime``); the evidence says which.
+
+Texts (shared reference section 3; vLLM 0.6.6, 0.10.1.1, 0.33.0): the start-up
+milestones vLLM prints ("Initializing a V1 LLM engine", "rank 0 in world size
+2 is assigned as ...", NCCL INFO lines, "Loading safetensors checkpoint
+shards: 62% Completed | 5/8", "Memory profiling", "Available KV cache
+memory", "Capturing CUDA graphs", "Starting vLLM API server"); the periodic
+stats line ("Engine 000: Avg prompt throughput: X tokens/s, Avg generation
+throughput: Y tokens/s, Running: N reqs, ...", v1/metrics/loggers.py, V0
+engine/metrics.py) and the shared-memory broadcast queue's wait ("No
+available shared memory broadcast block found in 60 second(s).",
+distributed/device_communicators/shm_broadcast.py).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import regex
+
+from triage import linetime
+from triage.facts import LOG_QUERIES, ContainerContext, Measured, Unmeasurable, fact
+from triage.logs import Hit, LogIndex, LogLine, Query
+from triage.snapshot import CURRENT
+
+# Start-up milestones, in the order a start reaches them; the last one seen is where
+# the start is. Each is answered by the scan's one pass (its last match kept).
+_MILESTONES: tuple[tuple[str, regex.Pattern[str]], ...] = (
+    ("CUDA init (engine starting)", regex.compile(
+        r"Automatically detected platform cuda|Initializing (?:a V1 LLM engine|an LLM engine) "
+        r"\(v|Waiting for init message from front-end|vLLM API server version")),
+    ("NCCL / distributed init", regex.compile(
+        r"\bNCCL INFO\b|vLLM is using nccl==|Found nccl from library|world size \d+ is "
+        r"assigned as|init_distributed_environment|Connected all (?:rings|trees)|"
+        r"custom_all_reduce|shm_broadcast\.py")),
+    ("download", regex.compile(
+        r"(?i)Fetching \d+ files|Downloading (?:shards|model|\S+\.safetensors)|"
+        r"\.safetensors:\s+\d+%|download(?:ing)? weights")),
+    ("weights load", regex.compile(
+        r"Starting to load model|Loading model from scratch|Using model weights format|"
+        r"Loading (?:safetensors|pt|np_cache) checkpoint shards|Loading safetensors using "
+        r"Runai|Loading weights took|Model loading took|Loading model weights took")),
+    ("torch.compile", regex.compile(
+        r"torch\.compile|Dynamo bytecode transform|Compiling a graph for")),
+    ("KV cache sizing", regex.compile(
+        r"Memory profiling|Available KV cache memory|KV cache size: [\d,]+ tokens|"
+        r"# (?:GPU|cuda|xpu|hpu) blocks:|Maximum concurrency for")),
+    ("CUDA graph capture", regex.compile(
+        r"Capturing CUDA graph|Capturing cudagraphs|Graph capturing finished")),
+    ("ready", regex.compile(
+        r"Starting vLLM (?:API )?server|Application startup complete|Uvicorn running on|"
+        r"Available routes are:")),
+)
+_MILESTONE_QUERIES = tuple((name, LOG_QUERIES.add(Query(rx, None)))
+                           for name, rx in _MILESTONES)
+_SHARDS = regex.compile(r"checkpoint shards:\s+(\d+)% Completed \| (\d+)/(\d+)")
+_DOWNLOAD = regex.compile(r"(\S+\.safetensors):\s+(\d+)%")
+
+# Hang signals while serving, and what shows progress.
+_SHM_WAIT = regex.compile(
+    r"No available shared memory broadcast block found in (\d+) seconds?")
+_STATS = regex.compile(
+    r"Avg generation throughput: ([\d.]+) tokens/s, Running: (\d+) reqs")
+_SERVED = regex.compile(r"\"(?:POST|GET) /v1/\S+ HTTP/[\d.]+\" 200\b")
+_KEPT = 64
+SHM_WAITS = LOG_QUERIES.add(Query(_SHM_WAIT, None), keep_last=_KEPT)
+STATS = LOG_QUERIES.add(Query(_STATS, None), keep_last=_KEPT)
+SERVED = LOG_QUERIES.add(Query(_SERVED, None), keep_last=1)
+
+
+def _anchor(ctx: ContainerContext) -> datetime | None:
+    """When the current container run started (the year of vLLM's stamps)."""
+    state = ctx.status.get("state") or {}
+    run = state.get("running") or state.get("terminated") or {}
+    return linetime.parse_time(run.get("startedAt")) or \
+        linetime.parse_time(ctx.snapshot.collected_at)
+
+
+def _when(line: LogLine, anchor: datetime | None) -> str:
+    found = linetime.line_time(line.raw, anchor)
+    if found is None:
+        return "no time"
+    when, source = found
+    how = "kubelet time" if source == linetime.KUBELET else "vLLM's stamp"
+    return f"{linetime_iso(when)} ({how})"
+
+
+def linetime_iso(when: datetime) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _span(secs: float) -> str:
+    """1469 -> '24m29s (1469 s)': what a person reads, and the number a rule compares."""
+    whole = round(secs)
+    hours, rest = divmod(whole, 3600)
+    minutes, seconds = divmod(rest, 60)
+    text = (f"{hours}h" if hours else "") + (f"{minutes:02d}m" if hours else
+                                              f"{minutes}m" if minutes else "")
+    text += f"{seconds:02d}s" if text else f"{seconds}s"
+    return f"{text} ({secs:.0f} s)" if whole >= 60 else f"{secs:.0f} s"
+
+
+def _current_log(ctx: ContainerContext) -> LogIndex | None:
+    """The scanned current log; None when there is none; Unmeasurable when it failed (or
+    the snapshot holds manifests, where no container runs)."""
+    ctx.runtime("the container's log")
+    index = ctx.log(CURRENT)
+    if index is None:
+        why = ctx.log_failure(CURRENT)
+        if why:
+            raise Unmeasurable(why)
+    return index
+
+
+@fact("log_silent_seconds", unit="seconds", scope="container",
+      doc="seconds from the time of the current log's last line to the collection time "
+          "(from the container's start when the log has no line yet): how long the log "
+          "has not advanced; the evidence names the line, its time and whether that is "
+          "the kubelet's time (timestamps=true) or vLLM's own stamp; None when the "
+          "container is not running or its last line has no time of its own")
+def log_silent_seconds(ctx: ContainerContext) -> Measured:
+    ctx.runtime("the container's status and log")
+    state = ctx.status.get("state") or {}
+    running = state.get("running")
+    if not running:
+        return Measured(None, f"container {ctx.name} is not running")
+    now = linetime.parse_time(ctx.snapshot.collected_at)
+    started = linetime.parse_time(running.get("startedAt"))
+    index = _current_log(ctx)
+    if now is None:
+        return Measured(None, "the collection time is not known")
+    if index is None or index.empty:
+        if started is None:
+            return Measured(None, f"container {ctx.name}'s log is empty and its start time "
+                                  "is not known")
+        secs = (now - started).total_seconds()
+        return Measured(secs, f"container {ctx.name} printed no line since it started at "
+                              f"{linetime_iso(started)}, {_span(secs)} before the collection")
+    last = index.tail[-1]
+    found = linetime.line_time(last.raw, started or now)
+    if found is None:
+        return Measured(None, f"the current log's last line ({last.number}) has no time of "
+                              "its own (read without the kubelet's timestamps): how long the "
+                              "log has been silent is not known")
+    when, source = found
+    secs = max(0.0, (now - when).total_seconds())
+    how = linetime.SOURCES[source]
+    return Measured(secs, f"the current log of {ctx.name} last advanced at "
+                          f"{linetime_iso(when)}, {_span(secs)} before the collection (line "
+                          f"{last.number}: {last.message.strip()[:100]}); line times: {how}")
+
+
+def _milestone_label(name: str, hit: Hit) -> str:
+    line = hit.line.message
+    if name == "weights load":
+        m = _SHARDS.search(line)
+        if m:
+            return f"weights shard {m.group(2)}/{m.group(3)} ({m.group(1)}%)"
+    if name == "download":
+        m = _DOWNLOAD.search(line)
+        if m:
+            return f"download ({m.group(1)} at {m.group(2)}%)"
+    return name
+
+
+@fact("startup_milestone", unit="text", scope="container",
+      doc="the last start-up milestone the current log reached: CUDA init (engine "
+          "starting), NCCL / distributed init, download (file and percent), weights load or "
+          "weights shard N/M, torch.compile, KV cache sizing, CUDA graph capture, or ready; "
+          "None when the log shows none")
+def startup_milestone(ctx: ContainerContext) -> Measured:
+    index = _current_log(ctx)
+    if index is None:
+        return Measured(None, f"no current log of {ctx.name} was read")
+    best: tuple[int, str, Hit] | None = None
+    for name, query in _MILESTONE_QUERIES:
+        result = index.result(query)
+        if result.count and result.last:
+            hit = result.last[-1]
+            if best is None or hit.line.number >= best[0]:
+                best = (hit.line.number, name, hit)
+    if best is None:
+        return Measured(None, f"the current log of {ctx.name} shows no start-up milestone")
+    number, name, hit = best
+    label = "ready" if name == "ready" else _milestone_label(name, hit)
+    return Measured(label, f"last start-up milestone of {ctx.name}: {label}, log line "
+                           f"{number} at {_when(hit.line, _anchor(ctx))}: "
+                           f"{hit.line.message.strip()[:100]}")
+
+
+@fact("engine_stalled_seconds", unit="seconds", scope="container",
+      doc="how long a serving engine has had work and made no progress, from vLLM's own "
+          "signals at the end of the current log after it became ready: repeated "
+          "'No available shared memory broadcast block found in N second(s)' waits and "
+          "periodic stats lines with requests running and 0.0 tokens/s generated; the span "
+          "from the first to the last of that trailing run (plus the first wait's N s); None "
+          "when the log does not end in such a run (progress, idle, or not ready)")
+def engine_stalled_seconds(ctx: ContainerContext) -> Measured:
+    index = _current_log(ctx)
+    if index is None:
+        return Measured(None, f"no current log of {ctx.name} was read")
+    ready = ctx.startup.get(CURRENT)
+    after = ready.ready_line.number if ready is not None and ready.ready_line else None
+    if after is None:
+        return Measured(None, f"{ctx.name} has not become ready in the current log: a stall "
+                              "before that is the start's, not the engine's")
+    hits = sorted(
+        [(h.line.number, "wait", h) for h in index.result(SHM_WAITS, _KEPT).last] +
+        [(h.line.number, "stats", h) for h in index.result(STATS, _KEPT).last] +
+        [(h.line.number, "served", h) for h in index.result(SERVED).last],
+        key=lambda t: t[0])
+    run: list[tuple[str, Hit]] = []
+    for number, kind, hit in reversed(hits):
+        progress = kind == "stats" and (float(hit.groups[1] or 0) > 0
+                                        or int(hit.groups[2] or 0) == 0)
+        if number <= after or kind == "served" or progress:
+            break
+        run.append((kind, hit))
+    if not run:
+        return Measured(None, f"the end of {ctx.name}'s log shows no stalled engine (no "
+                              "broadcast waits, no running requests without generated tokens)")
+    run.reverse()
+    anchor = _anchor(ctx)
+    first, last = run[0][1], run[-1][1]
+    t0 = linetime.line_time(first.line.raw, anchor)
+    t1 = linetime.line_time(last.line.raw, anchor)
+    if t0 is None or t1 is None:
+        return Measured(None, f"{len(run)} hang signal(s) at the end of {ctx.name}'s log, but "
+                              "their lines have no time")
+    waited = float(first.groups[1] or 0) if run[0][0] == "wait" else 0.0
+    secs = (t1[0] - t0[0]).total_seconds() + waited
+    waits = sum(1 for kind, _ in run if kind == "wait")
+    stats = len(run) - waits
+    running = next((h.groups[2] for kind, h in reversed(run) if kind == "stats"), None)
+    what = ", ".join(filter(None, [
+        f"{waits} shared-memory broadcast wait(s)" if waits else "",
+        f"{stats} stats line(s) with {running} request(s) running and 0.0 tokens/s "
+        "generated" if stats else ""]))
+    return Measured(secs, f"{ctx.name}'s engine made no progress for {_span(secs)}: {what}, "
+                          f"log lines {first.line.number}-{last.line.number} "
+                          f"({_when(first.line, anchor)} to {_when(last.line, anchor)}): "
+                          f"{last.line.message.strip()[:100]}")

@@ -1,0 +1,306 @@
+"""Reviewable patches: the change a fix asks for, against the object that owns the pod.
+
+Pure functions over API dicts. A fix names edits (engine flags, container
+fields, pod fields, the owner's own fields); ``build`` applies them to a copy
+of the owning object and returns the smallest patch that turns the object as
+read into the edited one: a strategic-merge patch for built-in kinds
+(containers and volumes merge by name), a JSON merge patch for custom
+resources (KServe InferenceService, LeaderWorkerSet), whose lists are given
+whole. The tool never applies a patch; it prints the ``kubectl`` command
+that would.
+"""
+
+from __future__ import annotations
+
+import copy
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+import regex
+
+from triage.snapshot import Obj, meta
+
+# Where the pod template lives in each kind a patch can target.
+_TEMPLATE = {
+    "Deployment": ("spec", "template", "spec"),
+    "StatefulSet": ("spec", "template", "spec"),
+    "ReplicaSet": ("spec", "template", "spec"),
+    "DaemonSet": ("spec", "template", "spec"),
+    "InferenceService": ("spec", "predictor"),
+    "LeaderWorkerSet": ("spec", "leaderWorkerTemplate", "workerTemplate", "spec"),
+}
+API_VERSION = {
+    "Deployment": "apps/v1", "StatefulSet": "apps/v1", "ReplicaSet": "apps/v1",
+    "DaemonSet": "apps/v1", "InferenceService": "serving.kserve.io/v1beta1",
+    "LeaderWorkerSet": "leaderworkerset.x-k8s.io/v1",
+    "HorizontalPodAutoscaler": "autoscaling/v2", "PersistentVolumeClaim": "v1",
+}
+_CUSTOM = {"InferenceService", "LeaderWorkerSet"}
+# Lists a strategic-merge patch merges by this key (Kubernetes' patchMergeKey).
+_MERGE_KEYS = {"containers": "name", "initContainers": "name", "volumes": "name",
+               "env": "name"}
+_KSERVE_CONTAINER = "kserve-container"
+
+
+@dataclass
+class Edits:
+    """What one fix changes: engine flags, container fields, pod fields, the target's fields.
+
+    Keys of ``container``, ``pod`` and ``spec`` are dotted paths (``resources.limits.memory``);
+    a key ending in ``+`` adds the listed items to that list, replacing an item with the
+    same ``name`` (or ``key``)."""
+
+    args: dict[str, Any] = field(default_factory=dict)  # "--max-model-len": 8192; None removes
+    container: dict[str, Any] = field(default_factory=dict)
+    pod: dict[str, Any] = field(default_factory=dict)
+    spec: dict[str, Any] = field(default_factory=dict)
+
+    def merged(self, other: Edits) -> Edits:
+        return Edits({**self.args, **other.args}, {**self.container, **other.container},
+                     {**self.pod, **other.pod}, {**self.spec, **other.spec})
+
+    @property
+    def empty(self) -> bool:
+        return not (self.args or self.container or self.pod or self.spec)
+
+
+@dataclass(frozen=True)
+class Target:
+    """The object a patch is for, as read (with its kind and apiVersion)."""
+
+    kind: str
+    obj: Obj
+    container: str  # the container the fix is about, as named in the pod
+
+    @property
+    def name(self) -> str:
+        return str(meta(self.obj).get("name", ""))
+
+    @property
+    def namespace(self) -> str:
+        return str(meta(self.obj).get("namespace", ""))
+
+
+def patch_type(kind: str) -> str:
+    return "merge" if kind in _CUSTOM else "strategic"
+
+
+def build(target: Target, edits: Edits) -> dict[str, Any] | None:
+    """``{"apiVersion", "kind", "namespace", "name", "type", "patch"}``, or None when the
+    edits change nothing in this object (or cannot be placed in it)."""
+    new = apply(target, edits)
+    if new is None:
+        return None
+    kind = target.kind
+    body = _diff(_strip(target.obj), _strip(new), strategic=patch_type(kind) == "strategic")
+    if not body:
+        return None
+    return {"apiVersion": str(target.obj.get("apiVersion") or API_VERSION.get(kind, "v1")),
+            "kind": kind, "namespace": target.namespace, "name": target.name,
+            "type": patch_type(kind), "patch": body}
+
+
+def apply(target: Target, edits: Edits) -> Obj | None:
+    """A copy of the object with the edits made; None when a needed part is missing."""
+    new = copy.deepcopy(target.obj)
+    for path, value in edits.spec.items():
+        _set(new, _split(path), value)
+    if not (edits.args or edits.container or edits.pod):
+        return new
+    where = _TEMPLATE.get(target.kind)
+    if where is None:
+        return None
+    pod = _descend(new, where)
+    if pod is None:
+        return None
+    for path, value in edits.pod.items():
+        _set(pod, _split(path), value)
+    container = _find_container(target.kind, pod, target.container)
+    if container is None:
+        return None
+    for path, value in edits.container.items():
+        _set(container, _split(path), value)
+    if edits.args:
+        set_flags(container, edits.args)
+    return new
+
+
+def _strip(obj: Obj) -> Obj:
+    return {k: v for k, v in obj.items() if k not in ("status",)}
+
+
+def _descend(obj: Obj, path: tuple[str, ...]) -> Obj | None:
+    cur: Any = obj
+    for key in path:
+        if not isinstance(cur, dict) or not isinstance(cur.get(key), dict):
+            return None
+        cur = cur[key]
+    return cur if isinstance(cur, dict) else None
+
+
+def _find_container(kind: str, pod: Obj, name: str) -> Obj | None:
+    for c in pod.get("containers") or []:
+        if isinstance(c, dict) and c.get("name") == name:
+            return c
+    if kind == "InferenceService" and isinstance(pod.get("model"), dict) \
+            and name == _KSERVE_CONTAINER:
+        return dict.__getitem__(pod, "model")  # type: ignore[no-any-return]
+    containers = [c for c in pod.get("containers") or [] if isinstance(c, dict)]
+    if kind == "InferenceService" and len(containers) == 1:
+        return containers[0]
+    return None
+
+
+_KEY = regex.compile(r'([^.\[\]]+)|\["([^"]+)"\]')
+
+
+def _split(path: str) -> list[str]:
+    return [m.group(1) or m.group(2) for m in _KEY.finditer(path)]
+
+
+def _set(obj: Obj, keys: list[str], value: Any) -> None:
+    cur = obj
+    *parents, last = keys
+    for key in parents:
+        nxt = cur.get(key)
+        if not isinstance(nxt, dict):
+            nxt = {}
+            cur[key] = nxt
+        cur = nxt
+    if last.endswith("+"):
+        last = last[:-1]
+        items = list(cur.get(last) or [])
+        for item in value if isinstance(value, list) else [value]:
+            ident = _identity(item)
+            items = [i for i in items if ident is None or _identity(i) != ident]
+            items.append(item)
+        cur[last] = items
+    elif value is None:
+        cur.pop(last, None)
+    else:
+        cur[last] = copy.deepcopy(value)
+
+
+def _identity(item: Any) -> Any:
+    if isinstance(item, dict):
+        for key in ("name", "key", "mountPath"):
+            if key in item:
+                return (key, item[key])
+    return None
+
+
+# --- engine flags in command / args ------------------------------------------------
+
+
+def _flag_form(flag: str, value: Any) -> list[str]:
+    if value is True:
+        return [flag]
+    return [f"{flag}={_scalar(value)}"]
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def _names(flag: str) -> set[str]:
+    bare = flag.lstrip("-")
+    return {"--" + bare, "--" + bare.replace("-", "_"), "--" + bare.replace("_", "-")}
+
+
+def set_flags(container: Obj, flags: dict[str, Any]) -> None:
+    """Set (or remove, value None) vLLM flags where the container gives its flags: in
+    ``args``, else in ``command``; inside a ``sh -c "vllm serve ..."`` script when that
+    is where they are."""
+    for key in ("args", "command"):
+        words = container.get(key)
+        if not isinstance(words, list):
+            continue
+        for i, word in enumerate(words):
+            if isinstance(word, str) and " " in word and ("vllm" in word or "--" in word):
+                container[key][i] = _set_in_script(word, flags)
+                return
+    field_name = "args" if container.get("args") or not container.get("command") else "command"
+    words = [str(w) for w in container.get(field_name) or []]
+    container[field_name] = _set_in_words(words, flags)
+
+
+def _set_in_words(words: list[str], flags: dict[str, Any]) -> list[str]:
+    out = list(words)
+    for flag, value in flags.items():
+        names = _names(flag)
+        found = False
+        i = 0
+        while i < len(out):
+            word = out[i]
+            name, eq, _ = word.partition("=")
+            if name in names:
+                takes_next = not eq and i + 1 < len(out) and not out[i + 1].startswith("-")
+                span = 2 if takes_next else 1
+                if value is None:
+                    del out[i:i + span]
+                    continue
+                if not found:
+                    if takes_next and value is not True:
+                        out[i + 1] = _scalar(value)
+                    else:
+                        out[i:i + span] = _flag_form(flag, value)
+                    found = True
+                    i += 1
+                    continue
+                del out[i:i + span]  # a flag given twice: the fix keeps one
+                continue
+            i += 1
+        if not found and value is not None:
+            out += _flag_form(flag, value)
+    return out
+
+
+def _set_in_script(script: str, flags: dict[str, Any]) -> str:
+    for flag, value in flags.items():
+        alternatives = "|".join(regex.escape(n) for n in sorted(_names(flag)))
+        rx = regex.compile(rf"(?<=\s|^)(?:{alternatives})(?:[= ](?!-)\S+)?(?=\s|$)")
+        new = "" if value is None else " ".join(shlex.quote(w) for w in
+                                                  _flag_form(flag, value))
+        if rx.search(script):
+            script = rx.sub(new, script, count=1)
+        elif value is not None:
+            script = script.rstrip() + " " + new
+    return script
+
+
+# --- the patch body ---------------------------------------------------------------
+
+
+def _diff(old: Any, new: Any, strategic: bool, key: str = "") -> Any:
+    """The patch that turns ``old`` into ``new`` (None in a dict removes a key)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out: dict[str, Any] = {}
+        for k in new:
+            if k not in old:
+                out[k] = new[k]
+            elif old[k] != new[k]:
+                out[k] = _diff(old[k], new[k], strategic, k)
+        for k in old:
+            if k not in new:
+                out[k] = None
+        return out
+    if strategic and key in _MERGE_KEYS and isinstance(old, list) and isinstance(new, list):
+        merge_key = _MERGE_KEYS[key]
+        before = {i.get(merge_key): i for i in old if isinstance(i, dict)}
+        items = []
+        for item in new:
+            if not isinstance(item, dict):
+                return new
+            prior = before.get(item.get(merge_key))
+            if prior is None:
+                items.append(item)
+            elif prior != item:
+                items.append({merge_key: item.get(merge_key),
+                              **_diff(prior, item, strategic)})
+        return items
+    return new
