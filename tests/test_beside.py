@@ -64,4 +64,8 @@ def test_every_pattern_beside_its_step_is_not_about_what_the_step_names() -> Non
     assert beside == {"shm-too-small", "crashloop-unknown", "cuda-driver-mismatch",
                       "gpu-arch-unsupported", "nccl-failure", "no-gpu", "port-in-use",
                       "gpu-hardware-error", "gpu-unschedulable", "model-arch-unsupported",
-                      "vllm-port-env-clash"}
+                      "vllm-port-env-clash",
+                      # issue 15: a stall, a hang, a dead engine, an unwritable cache and a
+                      # rejected flag are none of them what their step names.
+                      "startup-stalled", "engine-hung", "engine-died",
+                      "cache-dir-not-writable", "engine-args-invalid"}
