@@ -687,6 +687,7 @@ class _Scan:
 
     def _run(self) -> LogIndex:
         first = 1
+        head_open = True
         for data in _line_blocks(self.index.source):
             data = _bounded_lines(data)
             found = self.prefilter(data)
@@ -698,14 +699,23 @@ class _Scan:
             self.search(block, found)
             self.settle(block)
             self.fill_after(block)
-            room = HEAD_BYTES - len(self.index.head_data)
-            if room > 0:  # whole lines only
-                self.index.head_data += data[:data.rfind(b"\n", 0, room) + 1 or len(data)]
+            if head_open:  # the log's first whole lines, contiguous, at most HEAD_BYTES
+                room = HEAD_BYTES - len(self.index.head_data)
+                if len(data) <= room:
+                    self.index.head_data += data
+                else:
+                    cut = data.rfind(b"\n", 0, room) + 1
+                    if not cut and not self.index.head_data:  # a first line longer than the head
+                        cut = room
+                    self.index.head_data += data[:cut]
+                    head_open = False
             self.tail.extend(block.last_lines(TAIL_LINES))
             self.recent.extend(block.raw_before(len(block.data), MAX_CONTEXT)[0])
             self.last_stamped = block.last_stamped() or self.last_stamped
             first += block.count
-            del block, data  # before the next block is read
+            # Before the next block is read: a kept match object holds its whole block's text.
+            self.found = {}
+            del block, data
         self.index.lines = first - 1
         self.index.tail = list(self.tail)
         return self.index

@@ -77,7 +77,8 @@ _NAMING_LABELS = (
 _NAMES_VLLM = regex.compile(r"(?i)(?:^|[-_./])vllm(?:$|[-_./])")
 # ... unless the value says it is what sits around a server (a router, a load generator,
 # this tool's own watch).
-_NOT_A_SERVER_LABEL = regex.compile(r"(?i)router|gateway|proxy|exporter|bench|loadgen|client|triage")
+_NOT_A_SERVER_LABEL = regex.compile(
+    r"(?i)router|gateway|proxy|exporter|bench|loadgen|client|triage")
 # Labels that mark a model server of a stack whose servers are vLLM.
 _SERVER_LABELS: tuple[tuple[str, regex.Pattern[str]], ...] = (
     # KServe's LLMInferenceService runs vLLM (app.kubernetes.io/component
