@@ -381,6 +381,14 @@ def _line_blocks(source: LogSource) -> Iterator[bytes]:
             yield (head[:half] + _cut_mark(total - 2 * half, "bytes").encode() + tail + b"\n")
 
 
+def _by_query(found: list[tuple[int, int]]) -> dict[int, list[int]]:
+    """Prefilter matches grouped: query index -> the ends of its matches, in order."""
+    candidates: dict[int, list[int]] = {}
+    for qid, end in found:
+        candidates.setdefault(qid, []).append(end)
+    return candidates
+
+
 def _bounded_lines(data: bytes) -> bytes:
     """``data`` with carriage-return redraws split into lines and every line longer than
     MAX_LINE_BYTES cut to its head and its tail (one rule for both search paths).
@@ -696,7 +704,9 @@ class _Scan:
                 found = self.prefilter(data) or []
             block = _Block(data, first)
             self.found = {}
-            self.search(block, found)
+            candidates = _by_query(found)
+            del found  # one entry per candidate line: gone before the exact pass
+            self.search(block, candidates)
             self.settle(block)
             self.fill_after(block)
             if head_open:  # the log's first whole lines, contiguous, at most HEAD_BYTES
@@ -715,7 +725,7 @@ class _Scan:
             first += block.count
             # Before the next block is read: a kept match object holds its whole block's text.
             self.found = {}
-            del block, data
+            del block, data, candidates
         self.index.lines = first - 1
         self.index.tail = list(self.tail)
         return self.index
@@ -740,10 +750,7 @@ class _Scan:
             return None
         return found
 
-    def search(self, block: _Block, found: list[tuple[int, int]]) -> None:
-        candidates: dict[int, list[int]] = {}  # query index -> prefilter match ends
-        for qid, end in found:
-            candidates.setdefault(qid, []).append(end)
+    def search(self, block: _Block, candidates: dict[int, list[int]]) -> None:
         for qi, key in enumerate(self.engine.keys):
             if key in self.results and self.results[key].unknown:
                 continue
@@ -1095,7 +1102,8 @@ class _Block:
     def messages(self) -> tuple[str, list[int]]:
         """The block's messages, one per line (prefixes stripped), and where each starts."""
         if self._messages is None:
-            text = decode(self.data[:-1])
+            # Decoded through a view: a slice would copy the whole block once more.
+            text = str(memoryview(self.data)[:-1], "utf-8", "replace")
             if "\r" in text:
                 text = "\n".join(parse_line(0, ln, cleaned=True, cut=False).message
                                  if "\r" in ln else ln for ln in text.split("\n"))
