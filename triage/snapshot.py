@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from triage.linetime import parse_time
 from triage.logs import LogSource
 
 Obj = dict[str, Any]
@@ -227,14 +228,7 @@ def _involved(ev: Obj) -> Obj | None:
     return inv if isinstance(inv, dict) else None
 
 
-def parse_rfc3339(stamp: Any) -> datetime | None:
-    if not isinstance(stamp, str) or not stamp:
-        return None
-    try:
-        when = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+parse_rfc3339 = parse_time  # one parser of the API's times, in the lowest layer
 
 
 @dataclass(frozen=True)
