@@ -106,3 +106,28 @@ def test_point_10_signal_mid_scan_removes_the_decoded_client_key(tmp_path: Path,
     assert err.strip() == f"vllm-triage: error: {word}"
     assert elapsed < 5, elapsed
     assert list(temp.iterdir()) == []
+
+
+@pytest.mark.parametrize(("sig", "caught"), [("SIGTERM", "Terminated"),
+                                             ("SIGINT", "KeyboardInterrupt")])
+def test_point_10_a_signal_a_finaliser_swallowed_is_delivered_again(sig: str, caught: str) -> None:
+    # CI caught this: SIGTERM arrived while the regex compiler ran one of its
+    # parse nodes' __del__; Python printed "Exception ignored" and the scan went on.
+    script = f"""
+import signal, sys, time
+from triage.commands.common import Terminated, install_signal_handlers
+install_signal_handlers()
+class Finaliser:
+    def __del__(self):
+        signal.raise_signal(signal.{sig})  # the handler runs inside __del__
+try:
+    Finaliser()
+    time.sleep(10)
+    print("the run went on")
+except {caught}:
+    print("delivered")
+"""
+    run = subprocess.run([sys.executable, "-c", script], cwd=str(ROOT), capture_output=True,
+                         text=True, timeout=30)
+    assert run.stdout.strip() == "delivered", (run.stdout, run.stderr)
+    assert "Exception ignored" not in run.stderr

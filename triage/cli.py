@@ -13,7 +13,6 @@ cluster cannot be reached or refuses the credentials.
 from __future__ import annotations
 
 import os
-import signal
 import sys
 from contextlib import suppress
 from pathlib import Path
@@ -23,7 +22,7 @@ import typer
 
 from triage import __version__
 from triage.commands import analyze, collect, completion, lint, patterns, scan, watch
-from triage.commands.common import EXIT_OK, Terminated, on_sigterm, write_atomically
+from triage.commands.common import EXIT_OK, Terminated, install_signal_handlers, write_atomically
 
 __all__ = ["Terminated", "app", "kubectl_complete", "main", "write_atomically"]
 
@@ -92,7 +91,7 @@ def main() -> None:
     if completion.COMPLETE_VAR in os.environ:  # the shell asks for completions
         raise SystemExit(completion.answer_shell(app, prog))
     with suppress(ValueError):  # not the main thread (embedded): leave signals alone
-        signal.signal(signal.SIGTERM, on_sigterm)
+        install_signal_handlers()
     app(prog_name=prog)
 
 

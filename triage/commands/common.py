@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import stat
 import sys
 import tempfile
+import threading
+import time
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import regex
 import typer
@@ -214,6 +217,37 @@ class Terminated(BaseException):
 
 def on_sigterm(_signum: int, _frame: object) -> None:
     raise Terminated
+
+
+def _signal_later(thread: int, sig: signal.Signals) -> None:
+    time.sleep(0.05)  # the finaliser and the hook that started this have returned by then
+    signal.pthread_kill(thread, sig)
+
+
+def install_signal_handlers() -> None:
+    """SIGTERM raises Terminated (as SIGINT raises KeyboardInterrupt), and a signal
+    that a finaliser swallowed is delivered again.
+
+    Python runs a signal's handler between bytecodes of the main thread, also
+    inside a ``__del__`` (the regex compiler's parse nodes have one), and an
+    exception raised there is only printed as "Exception ignored": the run would
+    go on as if no signal had come. The unraisable hook sees that exception and
+    sends the same signal to the main thread again, from a thread of its own so
+    that it arrives after the finaliser (and the hook) have returned.
+    """
+    signal.signal(signal.SIGTERM, on_sigterm)
+    previous = sys.unraisablehook
+    main_thread = threading.main_thread().ident
+
+    def redeliver(unraisable: Any) -> None:
+        exc = unraisable.exc_value
+        if isinstance(exc, (Terminated, KeyboardInterrupt)) and main_thread is not None:
+            sig = signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT
+            threading.Thread(target=_signal_later, args=(main_thread, sig), daemon=True).start()
+        else:
+            previous(unraisable)
+
+    sys.unraisablehook = redeliver
 
 
 @contextmanager
