@@ -113,10 +113,21 @@ def test_redaction_is_idempotent_and_keeps_lines(text: str) -> None:
     assert once.count("\n") == text.count("\n")
 
 
-def test_prefilter_leaves_ordinary_text_untouched_and_fast() -> None:
+def test_prefilter_leaves_ordinary_text_untouched_and_unscanned(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """4 MiB without a trigger word never reaches the per-line rules (what it costs is
+    bench/hostile.py's to measure, not a timed test's)."""
     line = ("(EngineCore_0 pid=270) INFO 11-28 02:40:31 [gpu_worker.py:276] Available KV cache "
             "memory: 6.10 GiB\n")
     text = line * (4 * 1024 * 1024 // len(line))
+    segments: list[str] = []
+    real = redact._segment
+    monkeypatch.setattr(redact, "_segment",
+                        lambda seg, timeout: segments.append(seg) or real(seg, timeout))
     assert redact_text(text) == text
-    assert timed(redact_text, text) < 2.0
-    assert MASK not in redact_text(text)
+    assert segments == []
+    # One line with a secret in the middle of it: only that line goes through the rules.
+    planted = text[:len(line) * 500] + "HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz012345\n" + text
+    out = redact_text(planted)
+    assert "hf_abcdefghijklmnopqrstuvwxyz012345" not in out and MASK in out
+    assert len(segments) == 1 and segments[0].startswith("HF_TOKEN=")

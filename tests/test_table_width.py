@@ -119,3 +119,60 @@ def test_one_line_per_evidence_item_where_it_fits() -> None:
     lines = check(run.stdout, 200)
     row = next(i for i, line in enumerate(lines) if line.startswith("│  1 │"))
     assert lines[row + 1].startswith("│  2 │"), lines[row:row + 2]
+
+
+def test_a_wrapped_command_still_runs_when_copied() -> None:
+    """Commands wrap only between words, with a backslash: what is copied off the screen
+    is the same command (a hard wrap inside the quoted JSON of -p would break it)."""
+    import shlex
+
+    from triage.report.table import shell_lines
+
+    command = ("kubectl patch deployment vllm-llama70b -n llm --type strategic -p "
+               "'{\"spec\": {\"template\": {\"spec\": {\"containers\": [{\"name\": \"vllm\"}]}}}}'")
+    lines = shell_lines(command, 40)
+    assert len(lines) > 1
+    assert all(line.endswith(" \\") for line in lines[:-1])
+    # Only a word longer than a line may make one longer.
+    assert all(len(line) <= 40 for line in lines
+               if len(shlex.split(line.removesuffix(" \\"))) > 1)
+    assert shlex.split("\n".join(lines).replace("\\\n", " ")) == shlex.split(command)
+    assert shell_lines("kubectl delete pod -n llm x", 80) == ["kubectl delete pod -n llm x"]
+
+
+@pytest.mark.parametrize("fixture", ["cuda-oom", "probe-kill-vs-crash-while-loading",
+                                     "shm-bus-error-tp2"])
+def test_the_patch_on_screen_is_the_patch(fixture: str) -> None:
+    """At 80 columns the patch shown under 'Patches to review' parses, as shown, to the
+    patch of -o json, and its commands are whole lines joined by backslashes."""
+    import json
+    import shlex
+
+    import yaml
+
+    run = run_cli("analyze", str(FIXTURES / fixture), env={"COLUMNS": "80"})
+    lines = check(run.stdout, 80)
+    patches = json.loads(run_cli("analyze", str(FIXTURES / fixture), "-o", "json").stdout)
+    assert patches["patches"], "the fixture has a computed patch"
+    start = lines.index(next(line for line in lines if line.startswith("Patches to review")))
+    shown: list[object] = []
+    commands: list[list[str]] = []
+    i = start + 1
+    while i < len(lines) and lines[i].startswith("   "):
+        block = []
+        while i + 1 < len(lines) and lines[i + 1].startswith("     "):
+            i += 1
+            block.append(lines[i][5:])
+        if lines[i - len(block)].strip() == "preview, then apply:":
+            commands.append(block)
+        elif block:
+            shown.append(yaml.safe_load("\n".join(block)))
+        i += 1
+    assert len(commands) == len(shown)
+    for block, wp in zip(commands, patches["patches"], strict=True):
+        typed = shlex.split("\n".join(block).replace("\\\n", " "))
+        p = wp["patch"]
+        assert typed[:8] == ["kubectl", "patch", p["kind"].lower(), p["name"], "-n",
+                             p["namespace"], "--type", p["type"]], typed
+        assert typed.count("kubectl") == 3 and "--dry-run=server" in typed  # preview, apply
+    assert shown == [wp["patch"]["patch"] for wp in patches["patches"]]

@@ -75,6 +75,16 @@ class Patch:
         """The kubectl command that shows what it would change, server-side, changing nothing."""
         return (self.command(patch_file) + " --dry-run=server -o yaml | kubectl diff -f -")
 
+    def command_lines(self, patch_file: str, preview: bool = False) -> list[str]:
+        """``command`` / ``preview`` with ``--patch-file`` as short shell lines joined by
+        backslashes, so a ticket or a narrow terminal never breaks one mid-argument."""
+        head = (f"kubectl patch {self.resource} {self.name} -n {self.namespace} "
+                f"--type {self.type} \\")
+        if preview:
+            return [head, f"  --patch-file {patch_file} \\",
+                    "  --dry-run=server -o yaml | kubectl diff -f -"]
+        return [head, f"  --patch-file {patch_file}"]
+
 
 PATCH_RESOURCES = {
     "Deployment": "deployment", "StatefulSet": "statefulset", "ReplicaSet": "replicaset",

@@ -146,7 +146,6 @@ def _cards(report: Report) -> list[str]:
         for wp in report.patches:
             name = fixdir.file_name(wp)
             p = wp.patch
-            head = f"kubectl patch {p.resource} {p.name} -n {p.namespace} --type {p.type} \\"
             out.append(f"- {code(wp.workload)} ({inline(', '.join(wp.findings))}): {code(name)}")
             out.append("")
             body = yaml.safe_dump(p.body, sort_keys=False, width=100).splitlines()
@@ -154,9 +153,8 @@ def _cards(report: Report) -> list[str]:
             out.append("")
             out.append("  preview, then apply:")
             out.append("")
-            out.append("  " + fenced([head, f"  --patch-file {name} \\",
-                                      "  --dry-run=server -o yaml | kubectl diff -f -",
-                                      head, f"  --patch-file {name}"], "sh")
+            out.append("  " + fenced(p.command_lines(name, preview=True) + p.command_lines(name),
+                                     "sh")
                        .replace(chr(10), chr(10) + "  "))
             out.append("")
     return out

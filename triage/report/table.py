@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import re
 
+import yaml
 from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.markup import escape
@@ -21,6 +22,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from triage.report import fixdir
 from triage.report.shown import (
     Block,
     beside_of,
@@ -54,13 +56,12 @@ def render(report: Report, color: bool = False, width: int | None = None) -> str
                       highlight=False, soft_wrap=False, emoji=False)
     ns = report.namespace or "all namespaces"
     head = Text()
-    head.append("vllm-triage ", style="bold")
     head.append(f"{ns}", style="bold cyan")
     head.append(f"  context {report.context or '-'}  at {report.generated_at}")
-    console.print(head)
+    console.print(_labelled("vllm-triage ", head, 0, "bold"))
     console.print(Text(report.summary, style=VERDICT_STYLE[report.verdict.value]))
     console.print()
-    for line in _cards(report):
+    for line in _cards(report, width):
         console.print(line)
 
     troubled = [p for p in report.pods if p.findings]
@@ -81,12 +82,21 @@ def render(report: Report, color: bool = False, width: int | None = None) -> str
                       "command names vLLM); pass -n with a namespace where they run, -A, or "
                       "-l to select pods by label.")
         _tail(console, report)
-        return buf.getvalue()
+        return _no_trailing_blanks(buf.getvalue())
 
     console.print(_checklist(report, width))
     console.print()
     _tail(console, report)
-    return buf.getvalue()
+    return _no_trailing_blanks(buf.getvalue())
+
+
+# Rich pads a wrapped cell to its column; a line's trailing blanks (before any colour
+# reset) are noise in a file or a ticket.
+_TRAILING = re.compile(r"[ \t]+((?:\x1b\[[0-9;]*m)*)$", re.MULTILINE)
+
+
+def _no_trailing_blanks(text: str) -> str:
+    return _TRAILING.sub(r"\1", text)
 
 
 def _tail(console: Console, report: Report) -> None:
@@ -108,43 +118,95 @@ def _short(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[:limit - 3] + "..."
 
 
-def _cards(report: Report) -> list[Text]:
-    """The answer first: one block per workload and failure, then the patches to review."""
-    out: list[Text] = []
+def _cards(report: Report, width: int) -> list[RenderableType]:
+    """The answer first: one block per workload and failure, then the patches to review.
+
+    Every line wraps under its own text (a hanging indent), and commands wrap only
+    between arguments, with a backslash, so what is copied from the screen still runs.
+    """
+    out: list[RenderableType] = []
     for n, card in enumerate(report.cards, 1):
         head = Text()
-        head.append(f"{n}. ", style="bold")
         head.append(f"[{card.severity}] ", style=SEVERITY_STYLE[card.severity.value])
         head.append(card.finding, style="bold")
         head.append(f"  {card.title}")
-        out.append(head)
-        out.append(Text(f"   {card.scope}  (step {card.step})", style="cyan"))
+        out.append(_labelled(f"{n}. ", head, 0, "bold"))
+        out.append(_labelled("", Text(f"{card.scope}  (step {card.step})", style="cyan"), 3))
         # The numbers' source is said once, with the pod's evidence below.
         proof = _SOURCE_SUFFIX.sub("", card.proof)
-        out.append(Text(f"   proof: {_short(proof, PROOF_CHARS)}", overflow="fold"))
+        out.append(_labelled("proof: ", Text(_short(proof, PROOF_CHARS)), 3))
         if card.fix is not None:
             first, *rest = card.fix.text.splitlines() or [""]
-            out.append(Text(f"   fix:   {first}", style="bold", overflow="fold"))
-            out += [Text(f"          {line}", overflow="fold") for line in rest[:8]]
+            fix = Text(first, style="bold")
+            for line in rest[:8]:
+                fix.append("\n" + line)
             if len(rest) > 8:
-                out.append(Text(f"          ... {len(rest) - 8} more lines (see -o markdown)",
-                                style="dim"))
+                fix.append(f"\n... {len(rest) - 8} more lines (see -o markdown)", style="dim")
+            out.append(_labelled("fix:   ", fix, 3))
             for command in card.fix.commands:
                 if card.fix.patch is None or command != card.fix.patch.command():
-                    out.append(Text(f"   run:   {command}", overflow="fold"))
+                    out.append(_labelled("run:   ", Text("\n".join(
+                        shell_lines(command, width - 10))), 3))
         for cause in card.causes:
-            out.append(Text(f"   cause: {cause}", style="yellow", overflow="fold"))
+            out.append(_labelled("cause: ", Text(cause, style="yellow"), 3))
     if report.patches:
         out.append(Text("Patches to review (never applied by vllm-triage; --fix-dir DIR "
-                        "writes each to a file):", style="bold"))
+                        "writes them):", style="bold"))
         for wp in report.patches:
-            out.append(Text(f"   {wp.workload} ({', '.join(wp.findings)}):"))
-            out.append(Text(f"     {wp.patch.command()}", overflow="fold"))
-        out.append(Text("   preview a patch first: add --dry-run=server -o yaml | kubectl diff "
-                        "-f -", style="dim"))
+            name = fixdir.file_name(wp)
+            out.append(_labelled("", Text(f"{wp.workload} ({', '.join(wp.findings)}): {name}"),
+                                 3))
+            body = yaml.safe_dump(wp.patch.body, sort_keys=False, width=max(40, width - 10))
+            out.append(Padding(Text(body.rstrip("\n"), no_wrap=True, overflow="fold"),
+                               (0, 0, 0, 5)))
+            out.append(_labelled("", Text("preview, then apply:", style="dim"), 3))
+            lines = (wp.patch.command_lines(name, preview=True) + wp.patch.command_lines(name))
+            out.append(Padding(Text("\n".join(lines), overflow="fold"), (0, 0, 0, 5)))
     if out:
         out.append(Text(""))
     return out
+
+
+def _labelled(label: str, text: Text, indent: int, label_style: str = "") -> RenderableType:
+    """``label`` then ``text``, the text wrapping under itself, not under the margin."""
+    grid = Table.grid(expand=False)
+    if label:
+        grid.add_column(width=len(label), no_wrap=True)
+    grid.add_column(ratio=1, overflow="fold")
+    text.overflow = "fold"
+    grid.add_row(*([Text(label, style=label_style)] if label else []), text)
+    return Padding(grid, (0, 0, 0, indent), expand=False)
+
+
+def shell_lines(command: str, room: int) -> list[str]:
+    """A shell command in lines of at most ``room`` characters, broken only at spaces
+    outside quotes and continued with a backslash; a word longer than a line stays whole."""
+    words: list[str] = []
+    word, quote = "", ""
+    for ch in command:
+        if ch == " " and not quote:
+            if word:
+                words.append(word)
+            word = ""
+            continue
+        if quote and ch == quote:
+            quote = ""
+        elif not quote and ch in "'\"":
+            quote = ch
+        word += ch
+    if word:
+        words.append(word)
+    lines: list[str] = []
+    for w in words:
+        indent = "  " if lines else ""
+        if lines and len(lines[-1]) + 1 + len(w) + 2 <= room:
+            lines[-1] += " " + w
+        elif not lines:
+            lines.append(w)
+        else:
+            lines[-1] += " \\"
+            lines.append(indent + w)
+    return lines or [command]
 
 
 def _pod_panel(pod: PodResult, width: int) -> Panel:
