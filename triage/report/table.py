@@ -223,11 +223,11 @@ def _pod_panel(pod: PodResult, width: int) -> Panel:
     seen: set[str] = set()  # one line per fact in the whole panel
     for i, f in enumerate(pod.findings):
         line = Text()
-        line.append("top: " if i == 0 else "also: ", style="bold" if i == 0 else "")
         line.append(f"[{f.severity}] ", style=SEVERITY_STYLE[f.severity.value])
         line.append(f"{f.id}", style="bold")
         line.append(f"  {f.title}")
-        body.append(line)
+        body.append(_labelled("top: " if i == 0 else "also: ", line, 0,
+                              "bold" if i == 0 else ""))
         fresh = [e for e in dict.fromkeys(f.evidence) if e not in seen]
         seen.update(fresh)
         shown, hidden = pick(fresh, TOP_EVIDENCE if i == 0 else ALSO_EVIDENCE)
