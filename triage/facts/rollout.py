@@ -319,7 +319,10 @@ def rollout_max_surge_pods(ctx: ContainerContext) -> Measured:
     name = meta(dep).get("name")
     spec = dep.get("spec") or {}
     strategy = spec.get("strategy") or {}
-    at = (Location(dep, ("spec", "strategy", "rollingUpdate", "maxSurge")),)
+    # maxSurge where it is written; else the strategy, else the replicas it scales (a
+    # manifest's finding points at the first of these that is written).
+    at = (Location(dep, ("spec", "strategy", "rollingUpdate", "maxSurge")),
+          Location(dep, ("spec", "strategy")), Location(dep, ("spec", "replicas")))
     if strategy.get("type", "RollingUpdate") != "RollingUpdate":
         return Measured(0, f"Deployment {name} spec.strategy.type {strategy.get('type')}",
                         (Location(dep, ("spec", "strategy", "type")),))
