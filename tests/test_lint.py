@@ -454,6 +454,32 @@ spec:
     assert text.splitlines()[f["line"] - 1].strip() == "- type: cpu"
 
 
+@pytest.mark.parametrize(("service_spec", "pod_extra", "clash"), [
+    ("{selector: {app: vllm-qwen}, ports: [{port: 8000}]}", "", True),
+    ("{type: NodePort, ports: [{port: 8000}]}", "", True),
+    ("{clusterIP: None, ports: [{port: 8000}]}", "", False),  # headless: no variables
+    ("{type: ExternalName, externalName: llm.example.com}", "", False),
+    ("{ports: [{port: 8000}]}", "      enableServiceLinks: false\n", False),
+])
+def test_a_service_named_vllm(tmp_path: Path, service_spec: str, pod_extra: str,
+                              clash: bool) -> None:
+    text = SEED_FIXED.read_text().replace("    spec:\n      containers:\n",
+                                          f"    spec:\n{pod_extra}      containers:\n", 1)
+    text += f"---\napiVersion: v1\nkind: Service\nmetadata:\n  name: vllm\nspec: {service_spec}\n"
+    path = tmp_path / "vllm.yaml"
+    path.write_text(text)
+    doc = lint_json("-f", str(path), "--fail-on", "never", code=0)
+    found_ids = [f for f in doc["findings"] if f["id"] == "vllm-port-env-clash"]
+    if not clash:
+        assert not found_ids, found_ids
+        return
+    (f,) = found_ids
+    assert f["severity"] == "critical" and f["object"] == "Service/vllm"
+    assert (f["path"], text.splitlines()[f["line"] - 1].strip()) == ("metadata.name",
+                                                                      "name: vllm")
+    assert "enableServiceLinks: false" in f["fix"]
+
+
 def test_other_kinds_are_skipped_and_said(tmp_path: Path) -> None:
     path = tmp_path / "x.yaml"
     path.write_text("apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n---\n"
