@@ -432,6 +432,81 @@ def test_inference_service_with_a_serving_runtime(tmp_path: Path) -> None:
     assert KSERVE.splitlines()[zero["line"] - 1].strip() == "minReplicas: 0"
 
 
+UNSEEN = DATA / "unseen"
+
+
+def _facts(manifests: Any, *names: str) -> dict[str, Any]:
+    from triage.facts import ContainerContext
+    from triage.selection import triaged_containers
+
+    (w,) = manifests.workloads
+    (container,) = triaged_containers(w.pod, None)
+    ctx = ContainerContext(manifests.snapshot, w.pod, container)
+    return {n: ctx.fact(n).value for n in names}
+
+
+def test_kserve_merges_the_model_onto_the_runtime_container() -> None:
+    # KServe's MergeRuntimeContainers: args runtime-then-model, env and volumeMounts by
+    # key, resources key by key; the runtime's pod volumes stay.
+    tp2 = collect([Input(str(UNSEEN / "02-kserve-hf.yaml"))])
+    got = _facts(tp2, "tensor_parallel_size", "served_model", "gpu_request",
+                 "memory_limit_bytes", "shm_memory_backed", "cache_env")
+    assert got["tensor_parallel_size"] == 2  # the runtime's flag, kept beside the model's
+    assert got["served_model"] == "meta-llama/meta-llama-3-8b-instruct"
+    assert got["gpu_request"] == 2 and got["memory_limit_bytes"] == 24 * 2**30
+    assert got["shm_memory_backed"] is True  # the runtime's /dev/shm and its volume
+    assert "HF_HOME=/hf-cache" in got["cache_env"]
+    container = tp2.workloads[0].pod["spec"]["containers"][0]
+    assert container["args"][0] == "--model_name=huggingface-llama3"  # {{.Name}}
+    assert [m["mountPath"] for m in container["volumeMounts"]] == ["/dev/shm", "/hf-cache"]
+    # The model's own volumeMounts do not drop the runtime's memory-backed /dev/shm.
+    doc = lint_json("-f", str(UNSEEN / "02b-kserve-hf-tp2.yaml"), "--fail-on", "never",
+                    code=0)
+    assert "shm-too-small" not in {f["id"] for f in doc["findings"]}, doc
+
+
+RUNTIME_NO_SHM = """\
+apiVersion: serving.kserve.io/v1alpha1
+kind: ServingRuntime
+metadata: {name: vllm-tp2, namespace: llm}
+spec:
+  supportedModelFormats: [{name: huggingface, autoSelect: true}]
+  containers:
+  - name: kserve-container
+    image: vllm/vllm-openai:v0.10.1.1
+    args:
+    - --port=8080
+    - --tensor-parallel-size=2
+"""
+
+
+def test_a_runtime_field_is_reported_on_the_runtime(tmp_path: Path) -> None:
+    (tmp_path / "runtime.yaml").write_text(RUNTIME_NO_SHM)
+    (tmp_path / "isvc.yaml").write_text(KSERVE.split("---\n")[1].replace(
+        "modelFormat: {name: huggingface}",
+        "modelFormat: {name: huggingface}\n      runtime: vllm-tp2").replace(
+        "args: [--max-model-len=16384]",
+        "args: [--model=Qwen/Qwen3-8B, --max-model-len=16384]\n"
+        "      resources: {limits: {nvidia.com/gpu: 2}}"))
+    doc = lint_json("-f", str(tmp_path), "--fail-on", "never", code=0)
+    shm = next(f for f in doc["findings"] if f["id"] == "shm-too-small")
+    assert (shm["file"], shm["object"], shm["path"]) == (
+        str(tmp_path / "runtime.yaml"), "ServingRuntime/llm/vllm-tp2",
+        "spec.containers[0].args[1]")
+    assert RUNTIME_NO_SHM.splitlines()[shm["line"] - 1].strip() == \
+        "- --tensor-parallel-size=2"
+
+
+def test_a_serving_runtime_of_another_namespace_is_not_used(tmp_path: Path) -> None:
+    path = tmp_path / "isvc.yaml"
+    path.write_text(RUNTIME_NO_SHM.replace("namespace: llm", "namespace: other")
+                    + "---\n" + KSERVE.split("---\n")[1])
+    doc = lint_json("-f", str(path), code=0)
+    reasons = {s["object"]: s["reason"] for s in doc["skipped"]}
+    assert "names no ServingRuntime" in reasons["InferenceService/llm/qwen"]
+    assert "ServingRuntime/other/vllm-tp2" in reasons
+
+
 def test_keda_scaled_object_on_cpu(tmp_path: Path) -> None:
     text = SEED_FIXED.read_text().split("---\napiVersion: autoscaling/v2")[0] + """---
 apiVersion: keda.sh/v1alpha1

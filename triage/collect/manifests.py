@@ -35,7 +35,7 @@ from typing import Any
 import yaml
 
 from triage import __version__
-from triage.collect import InputError
+from triage.collect import InputError, kserve
 from triage.collect.bundle import (  # the bounds offline input already has
     _MAX_DEPTH,
     _MAX_ENTRIES,
@@ -354,18 +354,18 @@ def _kind(obj: Obj) -> str:
 
 def _build(out: Manifests) -> None:
     snap = out.snapshot
-    runtimes: dict[str, Obj] = {}
+    runtimes: list[Obj] = []
     for item in out.objects:
         kind = _kind(item.obj)
         if kind in _LISTED:
             snap.objects[_LISTED[kind]].append(item.obj)
-        if kind in ("ServingRuntime", "ClusterServingRuntime"):
-            runtimes.setdefault(str(meta(item.obj).get("name")), item.obj)
+        if kind in kserve.RUNTIME_KINDS:
+            runtimes.append(item.obj)
         if kind == "ScaledObject":
             hpa = _keda_hpa(item.obj, out.sources)
             if hpa is not None:
                 snap.objects["horizontalpodautoscalers"].append(hpa)
-    used_runtimes: set[str] = set()
+    used_runtimes: set[int] = set()
     for item in out.objects:
         kind = _kind(item.obj)
         if kind not in _KNOWN:
@@ -375,8 +375,8 @@ def _build(out: Manifests) -> None:
         for pod, note in _pods(item, runtimes, used_runtimes, out):
             out.workloads.append(Workload(item, pod, note))
             snap.objects["pods"].append(pod)
-    for name, runtime in runtimes.items():
-        if name not in used_runtimes:
+    for runtime in runtimes:
+        if id(runtime) not in used_runtimes:
             src = out.source_of(runtime)
             if src is not None:
                 out.skipped.append(Skipped(src.file, src.line, src.label,
@@ -402,7 +402,7 @@ def _template_pod(item: ManifestObject, template: Any, name: str,
     return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": template["spec"]}
 
 
-def _pods(item: ManifestObject, runtimes: dict[str, Obj], used: set[str],
+def _pods(item: ManifestObject, runtimes: list[Obj], used: set[int],
           out: Manifests) -> list[tuple[Obj, str]]:
     obj, kind = item.obj, _kind(item.obj)
     name = str(meta(obj).get("name") or "unnamed")
@@ -444,58 +444,58 @@ def _pods(item: ManifestObject, runtimes: dict[str, Obj], used: set[str],
     return []
 
 
-def _predictor_pods(item: ManifestObject, spec: Obj, runtimes: dict[str, Obj],
-                    used: set[str], out: Manifests) -> list[tuple[Obj, str]]:
-    name = str(meta(item.obj).get("name") or "unnamed")
+def _predictor_pods(item: ManifestObject, spec: Obj, runtimes: list[Obj],
+                    used: set[int], out: Manifests) -> list[tuple[Obj, str]]:
+    """The predictor's pod, as KServe makes it (``triage.collect.kserve``): its own
+    containers, or the runtime's container its ``model`` is merged onto."""
+    isvc = item.obj
+    name = str(meta(isvc).get("name") or "unnamed")
+    namespace = str(meta(isvc).get("namespace") or "")
     predictor = spec.get("predictor")
     if not isinstance(predictor, dict):
         return []
     labels = {"serving.kserve.io/inferenceservice": name}
     pod_spec: Obj = {k: v for k, v in predictor.items() if k not in _KSERVE_PREDICTOR_KEYS}
     out.sources.adopt(pod_spec, predictor)
+    annotations: Obj = {}
     note = ""
     model = predictor.get("model")
-    if isinstance(model, dict) and not pod_spec.get("containers"):
-        runtime = _runtime_for(model, runtimes)
+    if isinstance(model, dict):
+        runtime = kserve.runtime_for(model, namespace, runtimes)
         if runtime is None:
             out.skipped.append(Skipped(item.file, item.line, item.label,
                                        "its predictor.model names no ServingRuntime in these "
                                        "manifests: the container it runs in is not known"))
             return []
-        used.add(str(meta(runtime).get("name")))
-        base = ((runtime.get("spec") or {}).get("containers") or [{}])[0]
-        if not isinstance(base, dict):
+        used.add(id(runtime))
+        rspec = _mapping(runtime.get("spec"))
+        base = kserve.runtime_container(runtime)
+        if base is None:
             return []
-        container = {**base, **{k: v for k, v in model.items()
-                                if k not in ("modelFormat", "runtime", "storageUri",
-                                             "protocolVersion", "storage")}}
-        out.sources.adopt(container, base, keys_from=(model,))
-        containers = [container]
-        out.sources.adopt(containers, (runtime.get("spec") or {}).get("containers"))
+        container = kserve.merge_container(base, model, isvc, out.sources)
+        own = [c for c in pod_spec.get("containers") or [] if isinstance(c, dict)]
+        rlist = [c for c in rspec.get("containers") or [] if isinstance(c, dict)]
+        pod_spec = kserve.merge_pod_spec(rspec, pod_spec, out.sources)
+        # The merged container, the runtime's others, then the predictor's own.
+        mine = {c.get("name") for c in own}
+        containers = [container, *(c for c in rlist if c is not base
+                                   and c.get("name") not in mine), *own]
+        origins: dict[str | int, tuple[Any, str | int]] = {}
+        written = rspec.get("containers")
+        if isinstance(written, list):
+            origins[0] = (written, written.index(base))
+        out.sources.compose(containers, written, origins)
         pod_spec["containers"] = containers
-        volumes = (runtime.get("spec") or {}).get("volumes")
-        if volumes and "volumes" not in pod_spec:
-            pod_spec["volumes"] = volumes
-        note = f"in ServingRuntime {meta(runtime).get('name')}"
-    pod_meta: Obj = {"name": f"{name}-predictor", "labels": labels,
-                     "annotations": dict(predictor.get("annotations") or {})}
-    if meta(item.obj).get("namespace"):
-        pod_meta["namespace"] = meta(item.obj).get("namespace")
+        annotations.update(_mapping(rspec.get("annotations")))
+        labels = {**_mapping(rspec.get("labels")), **labels}
+        note = f"in {runtime.get('kind')} {meta(runtime).get('name')}"
+    annotations.update({k: v for k, v in _mapping(meta(isvc).get("annotations")).items()})
+    annotations.update(_mapping(predictor.get("annotations")))
+    pod_meta: Obj = {"name": f"{name}-predictor", "labels": labels, "annotations": annotations}
+    if namespace:
+        pod_meta["namespace"] = namespace
     return [({"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": pod_spec},
              note)]
-
-
-def _runtime_for(model: Obj, runtimes: dict[str, Obj]) -> Obj | None:
-    wanted = model.get("runtime")
-    if wanted:
-        return runtimes.get(str(wanted))
-    fmt = str((model.get("modelFormat") or {}).get("name", "")).lower()
-    for runtime in runtimes.values():
-        formats = (runtime.get("spec") or {}).get("supportedModelFormats") or []
-        if any(isinstance(f, dict) and str(f.get("name", "")).lower() == fmt
-               and f.get("autoSelect", True) for f in formats):
-            return runtime
-    return None
 
 
 def _keda_hpa(scaled: Obj, sources: SourceMap) -> Obj | None:

@@ -16,7 +16,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from triage.manifest import ManifestObject, Manifests, Resolved, Skipped, dotted
+from triage.manifest import RUNTIME_KINDS, ManifestObject, Manifests, Resolved, Skipped, dotted
 from triage.redact import redact_text
 from triage.results import Finding, Location, Severity, map_strings
 from triage.rules.evaluate import PodDiagnosis, Truth
@@ -208,11 +208,15 @@ def _place(manifests: Manifests, f: Finding, source: ManifestObject
     if best is None or best_loc is None:
         return None, source
     # A field of the workload's own pod is the workload's, even where YAML aliases
-    # share its text with another object; another object's field (an HPA's) is that one's.
+    # share its text with another object, but for what a KServe runtime's container
+    # gave it; another object's field (an HPA's) is that one's.
+    holder = manifests.object_at(best)
     if best_loc.obj is source.obj or any(best_loc.obj is w.pod and w.source is source
                                          for w in manifests.workloads):
+        if holder is not None and holder.kind in RUNTIME_KINDS:
+            return best, holder
         return best, source
-    return best, manifests.object_at(best) or source
+    return best, holder or source
 
 
 def _fix(f: Finding) -> str:
