@@ -11,6 +11,7 @@ ones end in one line and exit 2.
 from __future__ import annotations
 
 import copy
+import io
 import json
 import shutil
 from pathlib import Path
@@ -463,6 +464,23 @@ def test_kserve_merges_the_model_onto_the_runtime_container() -> None:
     doc = lint_json("-f", str(UNSEEN / "02b-kserve-hf-tp2.yaml"), "--fail-on", "never",
                     code=0)
     assert "shm-too-small" not in {f["id"] for f in doc["findings"]}, doc
+
+
+def test_statefulset_claim_templates_are_the_pods_volumes() -> None:
+    manifests = collect([Input(str(UNSEEN / "05-sts-keda.yaml"))])
+    got = _facts(manifests, "model_cache_claim", "model_cache_claim_bytes", "volume_claims")
+    assert got == {"model_cache_claim": "hf-cache-qwen-coder-0",
+                   "model_cache_claim_bytes": 100 * 2**30,
+                   "volume_claims": ["hf-cache-qwen-coder-0"]}
+    doc = lint_json("-f", str(UNSEEN / "05-sts-keda.yaml"), "--fail-on", "info", code=0)
+    assert doc["findings"] == []
+    # Mounted elsewhere than the cache, the claim is no model cache: the finding stays.
+    text = (UNSEEN / "05-sts-keda.yaml").read_text().replace(
+        "{name: hf-cache, mountPath: /root/.cache/huggingface}",
+        "{name: hf-cache, mountPath: /data}")
+    manifests = collect([Input("-")], stdin=io.BytesIO(text.encode()))
+    report = pipeline.lint(manifests)
+    assert {f.id for f in report.findings} == {"model-cache-missing"}
 
 
 RUNTIME_NO_SHM = """\

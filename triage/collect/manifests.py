@@ -426,7 +426,10 @@ def _pods(item: ManifestObject, runtimes: list[Obj], used: set[int],
         return [(pod, "")]
     if kind == "StatefulSet":
         pod = _template_pod(item, spec.get("template"), f"{name}-0", ("StatefulSet", name))
-        return [(pod, "")] if pod is not None else []
+        if pod is None:
+            return []
+        _claim_templates(pod, spec, name, out)
+        return [(pod, "")]
     if kind == "Service.serving.knative.dev":
         pod = _template_pod(item, spec.get("template"), name, None)
         return [(pod, "")] if pod is not None else []
@@ -442,6 +445,44 @@ def _pods(item: ManifestObject, runtimes: list[Obj], used: set[int],
     if kind == "InferenceService":
         return _predictor_pods(item, spec, runtimes, used, out)
     return []
+
+
+def _claim_templates(pod: Obj, spec: Obj, name: str, out: Manifests) -> None:
+    """The volumes the StatefulSet controller gives pod 0: one PersistentVolumeClaim per
+    volumeClaimTemplate, named TEMPLATE-STATEFULSET-0, in place of a pod volume of the
+    template's name; the claims go where a live scan lists them."""
+    templates = [t for t in spec.get("volumeClaimTemplates") or [] if isinstance(t, dict)]
+    if not templates:
+        return
+    pod_spec = dict(pod["spec"])
+    out.sources.adopt(pod_spec, pod["spec"])
+    written = pod_spec.get("volumes") if isinstance(pod_spec.get("volumes"), list) else []
+    names = {str(_mapping(t.get("metadata")).get("name")) for t in templates}
+    volumes: list[Any] = []
+    origins: dict[str | int, tuple[Any, str | int]] = {}
+    for i, vol in enumerate(written):
+        if not (isinstance(vol, dict) and vol.get("name") in names):
+            origins[len(volumes)] = (written, i)
+            volumes.append(vol)
+    claims = spec["volumeClaimTemplates"]
+    for i, template in enumerate(claims):
+        if not isinstance(template, dict):
+            continue
+        tname = str(_mapping(template.get("metadata")).get("name") or "")
+        claim = f"{tname}-{name}-0"
+        volume = {"name": tname, "persistentVolumeClaim": {"claimName": claim}}
+        out.sources.adopt(volume, template)
+        origins[len(volumes)] = (claims, i)
+        volumes.append(volume)
+        pvc_meta: Obj = {"name": claim}
+        if meta(pod).get("namespace"):
+            pvc_meta["namespace"] = meta(pod).get("namespace")
+        out.snapshot.objects["persistentvolumeclaims"].append(
+            {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": pvc_meta,
+             "spec": _mapping(template.get("spec"))})
+    out.sources.compose(volumes, written if written else claims, origins)
+    pod_spec["volumes"] = volumes
+    pod["spec"] = pod_spec
 
 
 def _predictor_pods(item: ManifestObject, spec: Obj, runtimes: list[Obj],
