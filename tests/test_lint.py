@@ -573,6 +573,25 @@ def test_a_service_named_vllm(tmp_path: Path, service_spec: str, pod_extra: str,
     assert "enableServiceLinks: false" in f["fix"]
 
 
+def test_a_label_named_model_is_a_label_and_a_dropped_field_is_named(tmp_path: Path) -> None:
+    # "model" is an object only in KServe's predictor; a Service selector label is a label.
+    path = tmp_path / "svc.yaml"
+    path.write_text("apiVersion: v1\nkind: Service\nmetadata: {name: llama}\nspec:\n"
+                    "  selector: {model: llama3, tier: {bad: 1}}\n  ports: [{port: 8000}]\n"
+                    "---\n" + SEED_FIXED.read_text().replace("replicas: 2", "replicas: two"))
+    manifests = collect([Input(str(path))])
+    svc = next(o.obj for o in manifests.objects if o.kind == "Service")
+    assert svc["spec"]["selector"] == {"model": "llama3"}
+    notes = [n for n in manifests.snapshot.notes if "wrong type" in n]
+    assert len(notes) == 2, notes
+    assert notes[0].startswith(f"{path}:1: Service/llama: 1 field(s)") and \
+        notes[0].endswith(": spec.selector.tier"), notes
+    assert notes[1].endswith("Deployment/vllm-qwen: 1 field(s) of the wrong type for the "
+                             "Kubernetes API were ignored: spec.replicas"), notes
+    isvc = collect([Input(str(UNSEEN / "02-kserve-hf.yaml"))])
+    assert not [n for n in isvc.snapshot.notes if "wrong type" in n]
+
+
 def test_other_kinds_are_skipped_and_said(tmp_path: Path) -> None:
     path = tmp_path / "x.yaml"
     path.write_text("apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n---\n"

@@ -298,8 +298,11 @@ def _add(data: Any, file: str, mark: Mark, out: Manifests, doc: int,
     obj = normalize(data, shaped)
     _follow(obj, data, out.sources)
     if shaped.dropped:
-        out.snapshot.notes.append(f"{file}: {shaped.dropped} field(s) of the wrong type for "
-                                  "the Kubernetes API were ignored")
+        label = ManifestObject(obj, file, mark.line, mark.column).label
+        more = ", ..." if shaped.dropped > len(shaped.paths) else ""
+        out.snapshot.notes.append(f"{file}:{mark.line}: {label}: {shaped.dropped} field(s) "
+                                  "of the wrong type for the Kubernetes API were ignored: "
+                                  f"{', '.join(shaped.paths)}{more}")
     out.objects.append(ManifestObject(obj, file, mark.line, mark.column, doc, prefix, exact))
 
 
@@ -456,7 +459,8 @@ def _claim_templates(pod: Obj, spec: Obj, name: str, out: Manifests) -> None:
         return
     pod_spec = dict(pod["spec"])
     out.sources.adopt(pod_spec, pod["spec"])
-    written = pod_spec.get("volumes") if isinstance(pod_spec.get("volumes"), list) else []
+    raw = pod_spec.get("volumes")
+    written: list[Any] = raw if isinstance(raw, list) else []
     names = {str(_mapping(t.get("metadata")).get("name")) for t in templates}
     volumes: list[Any] = []
     origins: dict[str | int, tuple[Any, str | int]] = {}
