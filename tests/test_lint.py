@@ -613,6 +613,9 @@ def test_other_kinds_are_skipped_and_said(tmp_path: Path) -> None:
         f"{chr(98 + i)}: &{chr(98 + i)} [" + ",".join([f"*{chr(97 + i)}"] * 100) + "]\n"
         for i in range(5)), "values once parsed"),
     ("\n".join("  " * i + "a:" for i in range(3000)), "maximum nesting depth"),
+    # kubectl and kustomize refuse a key written twice (the last would win silently).
+    ("apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n  name: b\n",
+     "bad.yaml:5:3: duplicate key 'name' (first at line 4)"),
 ])
 def test_hostile_input_is_one_line_and_exit_2(tmp_path: Path, content: str | bytes,
                                               needle: str) -> None:
@@ -626,6 +629,31 @@ def test_hostile_input_is_one_line_and_exit_2(tmp_path: Path, content: str | byt
     assert "Traceback" not in run.stderr
     assert needle in run.stderr, run.stderr
     assert "0 finding(s) in 1 vLLM workload(s)" in run.stdout  # the rest was still linted
+
+
+def test_a_key_merged_in_with_an_anchor_may_be_overridden(tmp_path: Path) -> None:
+    path = tmp_path / "anchors.yaml"
+    path.write_text("""\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: a}
+spec:
+  strategy: {type: Recreate}
+  template:
+    spec:
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.10.1.1
+        args: [--model, /models/m, --max-model-len, "8192"]
+        resources: &res {limits: {nvidia.com/gpu: 1}, requests: {cpu: "4"}}
+      - name: side
+        image: busybox:1.36
+        resources:
+          <<: *res
+          limits: {cpu: "1"}
+""")
+    doc = lint_json("-f", str(path), "--fail-on", "never", code=0)
+    assert doc["findings"] == [], doc
 
 
 def test_missing_file_and_no_input() -> None:

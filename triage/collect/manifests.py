@@ -219,15 +219,27 @@ class _Builder:
             return known
         mark = Mark(node.start_mark.line + 1, node.start_mark.column + 1)
         if isinstance(node, yaml.MappingNode):
+            # Keys written here, not merged in with <<: a merged key may be overridden,
+            # a written one twice is refused, as kubectl and kustomize refuse it.
+            written = {id(k) for k, _ in node.value if k.tag != "tag:yaml.org,2002:merge"}
             self.loader.flatten_mapping(node)  # merge keys (<<)
             out: dict[Any, Any] = {}
             self.memo[id(node)] = out
             keys: dict[str | int, Mark] = {}
+            seen: dict[Any, Mark] = {}
             for key_node, value_node in node.value:
                 key = self.build(key_node, path)
                 if isinstance(key, (dict, list)):
                     key = str(key)
-                keys[key] = Mark(key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+                at = Mark(key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+                if id(key_node) in written:
+                    if key in seen:
+                        raise InputError(
+                            f"{self.file}:{at.line}:{at.column}: duplicate key {key!r} "
+                            f"(first at line {seen[key].line}): kubectl and kustomize "
+                            "refuse a mapping with a key twice")
+                    seen[key] = at
+                keys[key] = at
                 out[key] = self.build(value_node, (*path, key))
             self.sources.add(out, Node(self.file, path, mark, self.doc, keys, self.exact))
             return out
