@@ -115,6 +115,18 @@ def test_each_trap_on_its_own(tmp_path: Path, change: dict[str, Any], finding: s
         assert path.read_text().splitlines()[f["line"] - 1].strip().startswith(line_text)
 
 
+def test_a_memory_limit_below_the_estimate() -> None:
+    path = DATA / "seed-002-fixed-memlimit.yaml"
+    doc = lint_json("-f", str(path), "--fail-on", "never", code=0)
+    (f,) = doc["findings"]
+    assert (f["id"], f["severity"], f["path"]) == (
+        "container-oomkilled", "warning",
+        "spec.template.spec.containers[0].resources.limits.memory")
+    assert path.read_text().splitlines()[f["line"] - 1].strip() == "memory: 4Gi"
+    assert "estimate: shm_memory_bytes + 8 GiB = 16 GiB" in f["message"]
+    assert "at least 16Gi" in f["fix"]
+
+
 def test_autoscaling_on_cpu_points_at_the_hpa_metric(tmp_path: Path) -> None:
     text = SEED_FIXED.read_text().replace(
         """  - type: Pods
@@ -196,9 +208,10 @@ STATIC_IDS = frozenset({
 })
 # Forms only a manifest has: before a pod runs, the spec already says what its next
 # rollout needs (a spare GPU for the surge), which a scan judges instead by what
-# happened (a surge pod Pending for a GPU). Lint may give these where analyze does
+# happened (a surge pod Pending for a GPU, a container OOMKilled at a memory limit
+# below what is charged to it). Lint may give these where analyze does
 # not, as warnings whose rule holds through pod_created false.
-BEFORE_DEPLOY = frozenset({"rollout-gpu-surge"})
+BEFORE_DEPLOY = frozenset({"rollout-gpu-surge", "container-oomkilled"})
 
 
 def test_before_deploy_forms_need_a_pod_not_created() -> None:
