@@ -360,6 +360,12 @@ def test_terminal_output_is_file_line_col() -> None:
     assert run.code == 1
     first = run.stdout.splitlines()[0]
     assert first.startswith("tests/data/lint/seed-002-start.yaml:14:9: critical no-gpu ")
+    assert run.stdout.splitlines()[1] == ('    Deployment/vllm-qwen spec.template.spec.'
+                                          'containers[0].resources.limits["nvidia.com/gpu"]'
+                                          '  (step 2)')
+    # The fixes lint computes from the spec's estimates, not "could not compute".
+    assert "Could not compute" not in run.stdout
+    assert "Set `--max-model-len=32768`" in run.stdout
     assert "fix:" in run.stdout
 
 

@@ -227,9 +227,18 @@ def _fix(f: Finding) -> str:
     return str(text) if text else f.remediation
 
 
+_SHOWN_EVIDENCE = 3
+
+
 def _message(f: Finding) -> str:
-    """The title, then the evidence that made the rule true."""
-    return f"{f.title}: " + "; ".join(f.evidence[:3]) if f.evidence else f.title
+    """The title, then the evidence that made the rule true: its first lines, and every
+    line that says a figure is an estimate (the finding rests on it)."""
+    if not f.evidence:
+        return f.title
+    shown = [*f.evidence[:_SHOWN_EVIDENCE],
+             *(e for e in f.evidence[_SHOWN_EVIDENCE:] if "estimate" in e.split(":", 1)[0]
+               or e.startswith("estimate"))]
+    return f"{f.title}: " + "; ".join(shown)
 
 
 def _suppressed_by(fid: str, ignore: set[str], *objects: ManifestObject) -> str:

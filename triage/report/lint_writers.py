@@ -31,7 +31,9 @@ def text(report: LintReport, color: bool = False, explain: bool = False) -> str:
         if color:
             sev = f"{_COLOR[f.severity]}{sev}{_RESET}"
         lines.append(f"{_where(f)}: {sev} {f.id} {f.message}")
-        lines.append(f"    {f.object} {f.path}".rstrip() if f.path else f"    {f.object}")
+        # The checklist step, as the scan report names it beside the pod.
+        where = f"{f.object} {f.path}" if f.path else f.object
+        lines.append(f"    {where}  (step {f.step})")
         if not f.exact:
             lines.append("    (line and column of the rendered kustomize output)")
         if f.fix:
