@@ -498,6 +498,49 @@ def test_inference_service_with_a_serving_runtime(tmp_path: Path) -> None:
 UNSEEN = DATA / "unseen"
 
 
+# What lint finds in each of the real-world-shaped manifests (tests/data/lint/unseen),
+# by (id, line). Each gap the audit found in them is pinned here: the KServe merge
+# (02, 02b: no false shm-too-small, the runtime's TP kept), a readiness-only probe
+# that kills nothing (03, 04), Knative's annotations (04: HPA class on cpu; 08: KPA
+# without min-scale scales to zero), a StatefulSet's claim templates (05), the
+# Service named vllm and trap 7 (08), KServe's RawDeployment HPA (09, 09b), the
+# production-stack's selector label model: llama3 kept (01).
+UNSEEN_EXPECTED: dict[str, set[tuple[str, int]]] = {
+    "01-production-stack.yaml": {("rollout-gpu-surge", 137), ("image-tag-latest", 157),
+                                 ("gpu-memory-utilization", 173), ("probe-timing", 208),
+                                 ("scale-to-zero", 237)},
+    "02-kserve-hf.yaml": set(),
+    "02b-kserve-hf-tp2.yaml": set(),
+    "03-lws.yaml": {("max-model-len-unset", 27), ("model-cache-missing", 47)},
+    "04-knative.yaml": {("autoscaling-on-cpu", 11)},
+    "05-sts-keda.yaml": set(),
+    "06-shc.yaml": {("rollout-gpu-surge", 7), ("model-cache-missing", 15),
+                    ("gpu-memory-utilization", 19), ("shm-too-small", 19),
+                    ("probe-timing", 27), ("model-cache-missing", 42),
+                    ("gpu-memory-utilization", 44), ("shm-too-small", 44),
+                    ("rollout-gpu-surge", 46), ("autoscaling-on-cpu", 56)},
+    "07-helm-anchors.yaml": {("shm-too-small", 15), ("probe-timing", 54)},
+    "08-svc-vllm-rollout.yaml": {("vllm-port-env-clash", 3), ("rollout-gpu-surge", 12),
+                                 ("scale-to-zero", 31)},
+    "09-isvc-containers.yaml": {("autoscaling-on-cpu", 9)},
+    "09b-isvc-scalemetric.yaml": {("autoscaling-on-cpu", 15)},
+}
+
+
+def test_every_unseen_manifest_has_its_expectation() -> None:
+    assert {p.name for p in UNSEEN.glob("*.yaml")} == set(UNSEEN_EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(UNSEEN_EXPECTED))
+def test_unseen_manifests(name: str) -> None:
+    report = pipeline.lint(collect([Input(str(UNSEEN / name))]))
+    assert not report.problems
+    assert {(f.id, f.line) for f in report.findings} == UNSEEN_EXPECTED[name]
+    assert not [w for w in report.warnings if "wrong type" in w], report.warnings
+    for f in report.findings:
+        assert "Could not compute" not in f.fix, (f.id, f.fix)
+
+
 def _facts(manifests: Any, *names: str) -> dict[str, Any]:
     from triage.facts import ContainerContext
     from triage.selection import triaged_containers

@@ -400,21 +400,27 @@ def _build(out: Manifests) -> None:
 
 
 def _template_pod(item: ManifestObject, template: Any, name: str,
-                  owner: tuple[str, str] | None, extra_labels: dict[str, str] | None = None
-                  ) -> Obj | None:
+                  owner: tuple[str, str] | None, extra_labels: dict[str, str] | None = None,
+                  sources: SourceMap | None = None) -> Obj | None:
     if not isinstance(template, dict) or not isinstance(template.get("spec"), dict):
         return None
     tmeta = _mapping(template.get("metadata"))
     labels = {**(tmeta.get("labels") or {}), **(extra_labels or {})}
-    pod_meta: Obj = {"name": name, "labels": labels,
-                     "annotations": dict(tmeta.get("annotations") or {})}
+    annotations = dict(tmeta.get("annotations") or {})
+    pod_meta: Obj = {"name": name, "labels": labels, "annotations": annotations}
+    if sources is not None:  # the template's annotations are read from the pod
+        sources.adopt(annotations, tmeta.get("annotations"))
+        sources.adopt(pod_meta, tmeta)
     namespace = meta(item.obj).get("namespace")
     if namespace:
         pod_meta["namespace"] = namespace
     if owner is not None:
         pod_meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": owner[0],
                                         "name": owner[1], "controller": True}]
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": template["spec"]}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": template["spec"]}
+    if sources is not None:
+        sources.adopt(pod, template)
+    return pod
 
 
 def _pods(item: ManifestObject, runtimes: list[Obj], used: set[int],
@@ -446,7 +452,8 @@ def _pods(item: ManifestObject, runtimes: list[Obj], used: set[int],
         _claim_templates(pod, spec, name, out)
         return [(pod, "")]
     if kind == "Service.serving.knative.dev":
-        pod = _template_pod(item, spec.get("template"), name, None)
+        pod = _template_pod(item, spec.get("template"), name, None,
+                            {"serving.knative.dev/service": name}, out.sources)
         return [(pod, "")] if pod is not None else []
     if kind == "LeaderWorkerSet":
         lwt = spec.get("leaderWorkerTemplate") or {}
