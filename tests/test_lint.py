@@ -697,6 +697,31 @@ def test_a_label_named_model_is_a_label_and_a_dropped_field_is_named(tmp_path: P
     assert not [n for n in isvc.snapshot.notes if "wrong type" in n]
 
 
+def test_a_workload_without_a_pod_spec_is_skipped_and_said(tmp_path: Path) -> None:
+    path = tmp_path / "x.yaml"
+    path.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n---\n"
+                    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {}\n")
+    doc = lint_json("-f", str(path), code=0)
+    assert {s["object"]: s["reason"] for s in doc["skipped"]} == {
+        "Pod/p": "no spec: there is no pod to lint",
+        "Deployment/d": "no pod template spec: there is no pod to lint"}
+
+
+def test_a_container_without_a_name_is_named(tmp_path: Path) -> None:
+    # Knative names a Service's only container user-container; elsewhere, its index.
+    live = (UNSEEN / "04-knative.yaml").read_text().replace("readinessProbe:", "livenessProbe:")
+    path = tmp_path / "kn.yaml"
+    path.write_text(live)
+    doc = lint_json("-f", str(path), "--fail-on", "never", code=0)
+    probe = next(f for f in doc["findings"] if f["id"] == "probe-timing")
+    assert "container user-container has no startupProbe" in probe["message"]
+    path.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
+                    "  - image: vllm/vllm-openai:latest\n    args: [--model, /m]\n")
+    doc = lint_json("-f", str(path), "--fail-on", "never", code=0)
+    assert all("container  " not in f["message"] for f in doc["findings"])
+    assert any("container #0 image" in f["message"] for f in doc["findings"]), doc
+
+
 def test_other_kinds_are_skipped_and_said(tmp_path: Path) -> None:
     path = tmp_path / "x.yaml"
     path.write_text("apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n---\n"

@@ -70,6 +70,11 @@ _KSERVE_PREDICTOR_KEYS = {"minReplicas", "maxReplicas", "scaleTarget", "scaleMet
                           "batcher", "timeout", "containerConcurrency", "deploymentStrategy",
                           "workerSpec", "autoScaling"}
 _KEDA_RESOURCE_TRIGGERS = ("cpu", "memory")
+# Kinds whose object is, or makes, pods: without one there is nothing to lint.
+_MAKES_PODS = {"Pod", "Deployment", "StatefulSet", "LeaderWorkerSet", "InferenceService",
+               "Service.serving.knative.dev"}
+# The name Knative's webhook gives a Service's only container when it has none.
+_KNATIVE_CONTAINER = "user-container"
 
 
 @dataclass(frozen=True)
@@ -387,9 +392,16 @@ def _build(out: Manifests) -> None:
             out.skipped.append(Skipped(item.file, item.line, item.label,
                                        f"kind {item.kind} is not linted"))
             continue
-        for pod, note in _pods(item, runtimes, used_runtimes, out):
+        before = len(out.skipped)
+        pods = _pods(item, runtimes, used_runtimes, out)
+        for pod, note in pods:
             out.workloads.append(Workload(item, pod, note))
             snap.objects["pods"].append(pod)
+        if not pods and kind in _MAKES_PODS and len(out.skipped) == before:
+            where = "spec" if kind == "Pod" else (
+                "spec.predictor" if kind == "InferenceService" else "pod template spec")
+            out.skipped.append(Skipped(item.file, item.line, item.label,
+                                       f"no {where}: there is no pod to lint"))
     for runtime in runtimes:
         if id(runtime) not in used_runtimes:
             src = out.source_of(runtime)
@@ -454,7 +466,10 @@ def _pods(item: ManifestObject, runtimes: list[Obj], used: set[int],
     if kind == "Service.serving.knative.dev":
         pod = _template_pod(item, spec.get("template"), name, None,
                             {"serving.knative.dev/service": name}, out.sources)
-        return [(pod, "")] if pod is not None else []
+        if pod is None:
+            return []
+        _knative_container_names(pod, out.sources)
+        return [(pod, "")]
     if kind == "LeaderWorkerSet":
         lwt = spec.get("leaderWorkerTemplate") or {}
         size = {"leaderworkerset.sigs.k8s.io/size": str(lwt.get("size", 1))}
@@ -467,6 +482,24 @@ def _pods(item: ManifestObject, runtimes: list[Obj], used: set[int],
     if kind == "InferenceService":
         return _predictor_pods(item, spec, runtimes, used, out)
     return []
+
+
+def _knative_container_names(pod: Obj, sources: SourceMap) -> None:
+    """Knative names a Service's only container user-container when it has no name (its
+    defaulting webhook); the evidence and the fix name it so."""
+    containers = pod["spec"].get("containers")
+    if not (isinstance(containers, list) and len(containers) == 1
+            and isinstance(containers[0], dict) and not containers[0].get("name")):
+        return
+    named = {"name": _KNATIVE_CONTAINER, **containers[0]}
+    named["name"] = _KNATIVE_CONTAINER
+    sources.adopt(named, containers[0])
+    listed = [named]
+    sources.adopt(listed, containers)
+    pod_spec = dict(pod["spec"])
+    sources.adopt(pod_spec, pod["spec"])
+    pod_spec["containers"] = listed
+    pod["spec"] = pod_spec
 
 
 def _claim_templates(pod: Obj, spec: Obj, name: str, out: Manifests) -> None:
