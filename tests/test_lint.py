@@ -402,6 +402,18 @@ def test_suppression_by_annotation_and_flag(tmp_path: Path) -> None:
     assert "Suppressed:" in run.stdout and "cuda-oom" in run.stdout
 
 
+def test_explain_says_per_workload_where_a_pattern_went_undecided() -> None:
+    doc = lint_json("-f", str(UNSEEN / "03-lws.yaml"), "--fail-on", "never", "--explain",
+                    code=0)
+    applied = {p["id"]: p for p in doc["explain"]["applied"]}
+    (undecided,) = applied["max-model-len-unset"]["undecided"]
+    assert undecided["object"] == "LeaderWorkerSet/vllm (worker template)"
+    assert "logs" in undecided["reason"]
+    assert "undecided" not in applied["probe-timing"]
+    run = run_cli("lint", "-f", str(UNSEEN / "03-lws.yaml"), "--explain")
+    assert "undecided on LeaderWorkerSet/vllm (worker template): " in run.stdout
+
+
 def test_ignore_of_an_unknown_id_is_a_usage_error() -> None:
     run = run_cli("lint", "-f", str(SEED_START), "--ignore", "no-such-thing")
     assert run.code == 2 and "no-such-thing" in run.stderr

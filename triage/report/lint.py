@@ -63,6 +63,9 @@ class PatternUse:
     applied: bool
     findings: int
     reason: str
+    # (workload, why): the vLLM workloads on which the pattern could not be decided,
+    # each with its own reason, when they are not all alike.
+    undecided: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -113,10 +116,16 @@ class LintReport:
         }
         if explain:
             doc["explain"] = {
-                "applied": [{"id": p.id, "findings": p.findings} for p in self.patterns
-                            if p.applied],
-                "not_applicable": [{"id": p.id, "reason": p.reason} for p in self.patterns
-                                   if not p.applied],
+                "applied": [{"id": p.id, "findings": p.findings,
+                             **({"undecided": [{"object": o, "reason": r}
+                                               for o, r in p.undecided]} if p.undecided
+                                else {})}
+                            for p in self.patterns if p.applied],
+                "not_applicable": [{"id": p.id, "reason": p.reason,
+                                    **({"undecided": [{"object": o, "reason": r}
+                                                      for o, r in p.undecided]}
+                                       if p.undecided else {})}
+                                   for p in self.patterns if not p.applied],
                 "suppressed": [{"id": s.id, "object": s.object, "file": s.file,
                                 "line": s.line, "by": s.by} for s in self.suppressed],
             }
@@ -132,6 +141,7 @@ def build(manifests: Manifests, diagnoses: list[PodDiagnosis], patterns: tuple[P
     skipped = list(manifests.skipped)
     linted = 0
     decisions: list[tuple[str, str, str]] = []
+    labelled: list[tuple[str, PodDiagnosis]] = []
     for diag in diagnoses:
         workload = by_pod.get(id(diag.pod))
         if workload is None:
@@ -142,6 +152,7 @@ def build(manifests: Manifests, diagnoses: list[PodDiagnosis], patterns: tuple[P
                                    "no vLLM container (image, command or args name no vLLM)"))
             continue
         linted += 1
+        labelled.append((_workload_label(workload), diag))
         decisions += [(workload.source.label, pid, truth.value)
                       for pid, truth in sorted(diag.states.items())]
         for f in diag.findings:
@@ -170,7 +181,7 @@ def build(manifests: Manifests, diagnoses: list[PodDiagnosis], patterns: tuple[P
         findings=tuple(findings),
         skipped=tuple(skipped),
         suppressed=tuple(suppressed),
-        patterns=_uses(patterns, diagnoses, findings, suppressed, linted),
+        patterns=_uses(patterns, labelled, findings, suppressed, linted),
         rules=(),
         workloads=linted,
         objects=len(manifests.objects),
@@ -251,23 +262,32 @@ def _suppressed_by(fid: str, ignore: set[str], *objects: ManifestObject) -> str:
     return ""
 
 
-def _uses(patterns: tuple[Pattern, ...], diagnoses: list[PodDiagnosis],
+def _workload_label(workload: Any) -> str:
+    return f"{workload.source.label} ({workload.note})" if workload.note else \
+        workload.source.label
+
+
+def _uses(patterns: tuple[Pattern, ...], labelled: list[tuple[str, PodDiagnosis]],
           findings: list[LintFinding], suppressed: list[Suppressed],
           linted: int) -> tuple[PatternUse, ...]:
     out: list[PatternUse] = []
     for p in sorted(patterns, key=lambda p: (p.step, p.id)):
-        states = [d.states.get(p.id) for d in diagnoses if d.contexts]
+        states = [d.states.get(p.id) for _, d in labelled]
         count = sum(1 for f in findings if f.id == p.id)
         hidden = sum(1 for s in suppressed if s.id == p.id)
+        why_not = [(label, next((u.reason for u in d.unevaluated if u.pattern == p.id),
+                                "not evaluated"))
+                   for label, d in labelled if d.states.get(p.id) not in (Truth.TRUE,
+                                                                         Truth.FALSE)]
         if not linted:
             out.append(PatternUse(p.id, False, 0, "no vLLM workload in the manifests"))
         elif Truth.TRUE in states or Truth.FALSE in states:
             why = f"{count} finding(s)" if count else "nothing found"
             if hidden:
                 why += f", {hidden} suppressed"
-            out.append(PatternUse(p.id, True, count, why))
+            out.append(PatternUse(p.id, True, count, why, tuple(why_not)))
         else:
-            reason = next((u.reason for d in diagnoses for u in d.unevaluated
-                           if u.pattern == p.id), "not evaluated")
-            out.append(PatternUse(p.id, False, 0, reason))
+            reason = why_not[0][1] if why_not else "not evaluated"
+            differ = len({r for _, r in why_not}) > 1
+            out.append(PatternUse(p.id, False, 0, reason, tuple(why_not) if differ else ()))
     return tuple(out)
