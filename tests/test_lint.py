@@ -468,6 +468,40 @@ def test_kustomize_through_kubectl(tmp_path: Path) -> None:
     assert "no-gpu" in {f["id"] for f in doc["findings"]}
 
 
+@pytest.mark.skipif(shutil.which("kubectl") is None and not __import__("os").environ.get("CI"),
+                    reason="kubectl not installed")
+def test_kustomize_origin_annotations_map_findings_to_their_file(tmp_path: Path) -> None:
+    base, overlay = tmp_path / "base", tmp_path / "overlay"
+    base.mkdir()
+    overlay.mkdir()
+    shutil.copy(SEED_START, base / "deployment.yaml")
+    (base / "kustomization.yaml").write_text("resources: [deployment.yaml]\n")
+    (overlay / "kustomization.yaml").write_text(
+        "namespace: llm\nnamePrefix: prod-\nresources: [../base]\n"
+        "buildMetadata: [originAnnotations]\n"
+        "patches:\n- target: {kind: Deployment}\n  patch: |-\n"
+        "    - {op: replace, path: /spec/template/spec/containers/0/args,"
+        " value: [--model, Qwen/Qwen3-8B, --tensor-parallel-size, '2']}\n")
+    doc = lint_json("-k", str(overlay), "--fail-on", "never", code=0)
+    by_id = {f["id"]: f for f in doc["findings"]}
+    lines = SEED_START.read_text().splitlines()
+    for f in doc["findings"]:
+        assert f["file"] == str(base / "deployment.yaml"), f
+        assert f["object"] == "Deployment/llm/prod-vllm-qwen"
+    assert (by_id["image-tag-latest"]["line"], by_id["image-tag-latest"]["column"]) == (15, 9)
+    # The patched args are not the base's: the finding is on the base's args field.
+    shm = by_id["shm-too-small"]
+    assert shm["path"] == "spec.template.spec.containers[0].args"
+    assert lines[shm["line"] - 1].strip().startswith("args:")
+    log = json.loads(run_cli("lint", "-k", str(overlay), "-o", "sarif").stdout)
+    assert all("region" in r["locations"][0]["physicalLocation"]
+               for r in log["runs"][0]["results"])
+    # Without the annotation (no buildMetadata), the rendered output's place, as before.
+    (overlay / "kustomization.yaml").write_text("resources: [../base]\n")
+    doc = lint_json("-k", str(overlay), "--fail-on", "never", code=0)
+    assert {f["file"] for f in doc["findings"]} == {f"{overlay} (kubectl kustomize)"}
+
+
 # --- the other objects ---------------------------------------------------------------
 
 KSERVE = """\

@@ -190,6 +190,9 @@ class ManifestObject:
     doc: int = 1
     prefix: tuple[PathPart, ...] = ()  # its path in the document (items[3] in a List)
     exact: bool = True
+    # For an object of kustomize's output: the same object in the file kustomize read
+    # it from (its config.kubernetes.io/origin annotation), where its lines are.
+    origin: ManifestObject | None = None
 
     @property
     def kind(self) -> str:

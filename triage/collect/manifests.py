@@ -23,6 +23,7 @@ parsed, so YAML aliases cannot blow up; entries in a directory).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import subprocess
@@ -99,11 +100,14 @@ def collect(inputs: Iterable[Input], recursive: bool = False,
     out = Manifests(snapshot=snap, sources=sources)
     budget = [_MAX_VALUES_TOTAL]
     for item in inputs:
+        first = len(out.objects)
         try:
             for label, text, exact in _texts(item, recursive, stdin):
                 _parse(label, text, exact, out, budget)
         except InputError as exc:
             out.problems.append(str(exc))
+        if item.kustomize:
+            _origins(item.path, out.objects[first:], out, budget)
     _build(out)
     return out
 
@@ -137,6 +141,39 @@ def _texts(item: Input, recursive: bool, stdin: Any) -> Iterable[tuple[str, str,
         yield str(path), _read(path), True
     else:
         raise InputError(f"{path}: not a regular file or directory (a FIFO or a device?)")
+
+
+ORIGIN_ANNOTATION = "config.kubernetes.io/origin"
+
+
+def _origins(directory: str, objects: list[ManifestObject], out: Manifests,
+             budget: list[int]) -> None:
+    """Each object of kustomize's output in the file it came from, by the origin
+    annotation kustomize writes with ``buildMetadata: [originAnnotations]`` (``path:``
+    relative to the kustomization directory). Without it, or for a generated or remote
+    object, the finding keeps the rendered output's place."""
+    parsed: dict[str, list[ManifestObject]] = {}
+    for obj in objects:
+        raw = (meta(obj.obj).get("annotations") or {}).get(ORIGIN_ANNOTATION)
+        try:
+            origin = yaml.safe_load(raw) if isinstance(raw, str) else None
+        except yaml.YAMLError:
+            continue
+        if not isinstance(origin, dict) or not isinstance(origin.get("path"), str) \
+                or origin.get("repo"):
+            continue
+        file = os.path.normpath(os.path.join(directory, origin["path"]))
+        if file not in parsed:
+            found = Manifests(snapshot=out.snapshot, sources=out.sources)
+            with contextlib.suppress(InputError):  # unreadable: the rendered place stays
+                _parse(file, _read(Path(file)), True, found, budget)
+            parsed[file] = found.objects
+        same = [o for o in parsed[file] if o.kind == obj.kind]
+        named = [o for o in same if meta(o.obj).get("name") == meta(obj.obj).get("name")]
+        # kustomize may have renamed it (namePrefix): the only one of its kind then.
+        pick = named or (same if len(same) == 1 else [])
+        if pick:
+            obj.origin = pick[0]
 
 
 def _directory(root: Path, recursive: bool) -> list[Path]:

@@ -157,6 +157,7 @@ def build(manifests: Manifests, diagnoses: list[PodDiagnosis], patterns: tuple[P
                       for pid, truth in sorted(diag.states.items())]
         for f in diag.findings:
             where, holder = _place(manifests, f, workload.source)
+            where = _in_origin(manifests, where, holder)
             path = dotted(where.path[len(holder.prefix):]) if where is not None else ""
             item = LintFinding(
                 id=f.id, severity=f.severity,
@@ -228,6 +229,37 @@ def _place(manifests: Manifests, f: Finding, source: ManifestObject
             return best, holder
         return best, source
     return best, holder or source
+
+
+def _in_origin(manifests: Manifests, where: Resolved | None, holder: ManifestObject
+               ) -> Resolved | None:
+    """A field of kustomize's output, at its line in the file kustomize read the object
+    from (the origin annotation), when it is known: the same path in that object, or
+    the nearest part of it written there (a field a patch added)."""
+    origin = holder.origin
+    if where is None or where.exact or origin is None:
+        return where
+    rel = where.path[len(holder.prefix):]
+    # A value a kustomize patch changed is not the one written there: its parent is.
+    while rel and _leaf(holder.obj, rel) != _leaf(origin.obj, rel):
+        rel = rel[:-1]
+    found = manifests.sources.resolve(Location(origin.obj, rel))
+    if found is None:
+        return where
+    return Resolved(found.file, found.doc, found.line, found.column,
+                    (*holder.prefix, *found.path[len(origin.prefix):]), found.depth, True)
+
+
+def _leaf(obj: Any, path: tuple[str | int, ...]) -> Any:
+    """The scalar at ``path`` ("" for a mapping or list, None when absent)."""
+    cur = obj
+    for part in path:
+        held = (part in cur) if isinstance(cur, dict) else (
+            isinstance(cur, list) and isinstance(part, int) and 0 <= part < len(cur))
+        if not held:
+            return None
+        cur = cur[part]
+    return "" if isinstance(cur, (dict, list)) else cur
 
 
 def _fix(f: Finding) -> str:
