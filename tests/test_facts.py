@@ -268,6 +268,7 @@ CASES: dict[str, list[tuple[dict[str, Any], Any]]] = {
     "node_gpu_allocatable": [({}, 1), ({"node": {"status": {"allocatable": {
         "nvidia.com/gpu": "7"}}}}, 7), ({"node": {"status": {"allocatable": {
             "nvidia.com/gpu": None}}}}, 0)],
+    "pod_created": [({}, True), ({"static": True}, False)],
     "pod_scheduled": [({}, True), ({"pod": PENDING}, False),
                       ({"pod": SCHEDULED_LATE}, True)],
     "image_pull_seconds": [({"events": [PULLED]}, pytest.approx(192.456)),

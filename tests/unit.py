@@ -26,12 +26,16 @@ def context(**kw: Any) -> ContainerContext:
     """The container under test of an example pod built from ``kw`` (Example's keys).
 
     ``telemetry``: what Prometheus measured about the pod (a PodTelemetry), or
-    "failed" for a Prometheus that could not be read.
+    "failed" for a Prometheus that could not be read; ``static``: the snapshot is a
+    manifest's, as lint makes it.
     """
     facts = kw.pop("given_facts", None)
     telemetry = kw.pop("telemetry", None)
+    static = kw.pop("static", False)
     ex = example(**kw)
     snap, pod, container = build(ex)
+    if static:  # the pod lint builds from a manifest
+        snap.static = "a manifest has no running pod"
     if telemetry == "failed":
         snap.failures.append(ReadFailure("Prometheus http://prometheus:9090",
                                          "ConnectError: [Errno 111] Connection refused",

@@ -20,6 +20,8 @@ from triage.results import Location
 from triage.snapshot import Obj, Snapshot, meta
 
 IGNORE_ANNOTATION = "vllm-triage.io/ignore"
+# KServe's runtimes: a workload's field that one of them wrote is reported on it.
+RUNTIME_KINDS = ("ServingRuntime", "ClusterServingRuntime")
 
 PathPart = str | int
 
@@ -43,6 +45,10 @@ class Node:
     # A key lint looks up under another name than the one written (a KEDA ScaledObject's
     # minReplicaCount is the minReplicas of the HPA KEDA makes of it).
     aliases: dict[PathPart, PathPart] = field(default_factory=dict)
+    # A key of an object lint merged from several written ones (KServe's runtime
+    # container with the InferenceService's model): where that key was written, as
+    # the node it came from and its key there.
+    origins: dict[PathPart, tuple[Node, PathPart]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -107,6 +113,28 @@ class SourceMap:
         self.add(obj, Node(base.file, base.path, base.mark, base.doc, keys, base.exact,
                            dict(aliases or {})))
 
+    def compose(self, obj: Any, like: Any, origins: dict[PathPart, tuple[Any, PathPart]]
+                ) -> None:
+        """``obj`` (merged by lint from several written objects) resolves as ``like``
+        does, except that each key of ``origins`` resolves where it was written: in the
+        object given for it, under the key given."""
+        base = self.node(like)
+        found: dict[PathPart, tuple[Node, PathPart]] = {}
+        for key, (source, written) in origins.items():
+            node = self.node(source)
+            if node is not None and written in node.keys:
+                found[key] = (node, written)
+        if base is None:
+            if not found:
+                return
+            first, _ = next(iter(found.values()))
+            base = Node(first.file, first.path, first.mark, first.doc, {}, first.exact)
+            keys: dict[PathPart, Mark] = {}
+        else:
+            keys = dict(base.keys)
+        self.add(obj, Node(base.file, base.path, base.mark, base.doc, keys, base.exact,
+                           {}, found))
+
     def resolve(self, loc: Location) -> Resolved | None:
         """The file, line and column of the deepest part of ``loc.path`` that exists, and
         the field's whole path (a missing tail says where the field belongs)."""
@@ -124,7 +152,11 @@ class SourceMap:
             if not found:
                 break
             child_node = self.node(child)
-            if parent is not None and written in parent.keys:
+            origin = parent.origins.get(written) if parent is not None else None
+            if origin is not None:
+                where, key = origin
+                best = (where, (*where.path, key), where.keys[key])
+            elif parent is not None and written in parent.keys:
                 best = (parent, (*parent.path, written), parent.keys[written])
             elif child_node is not None:
                 best = (child_node, child_node.path, child_node.mark)
@@ -158,6 +190,9 @@ class ManifestObject:
     doc: int = 1
     prefix: tuple[PathPart, ...] = ()  # its path in the document (items[3] in a List)
     exact: bool = True
+    # For an object of kustomize's output: the same object in the file kustomize read
+    # it from (its config.kubernetes.io/origin annotation), where its lines are.
+    origin: ManifestObject | None = None
 
     @property
     def kind(self) -> str:

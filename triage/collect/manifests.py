@@ -23,6 +23,7 @@ parsed, so YAML aliases cannot blow up; entries in a directory).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import subprocess
@@ -35,7 +36,7 @@ from typing import Any
 import yaml
 
 from triage import __version__
-from triage.collect import InputError
+from triage.collect import InputError, kserve
 from triage.collect.bundle import (  # the bounds offline input already has
     _MAX_DEPTH,
     _MAX_ENTRIES,
@@ -70,6 +71,11 @@ _KSERVE_PREDICTOR_KEYS = {"minReplicas", "maxReplicas", "scaleTarget", "scaleMet
                           "batcher", "timeout", "containerConcurrency", "deploymentStrategy",
                           "workerSpec", "autoScaling"}
 _KEDA_RESOURCE_TRIGGERS = ("cpu", "memory")
+# Kinds whose object is, or makes, pods: without one there is nothing to lint.
+_MAKES_PODS = {"Pod", "Deployment", "StatefulSet", "LeaderWorkerSet", "InferenceService",
+               "Service.serving.knative.dev"}
+# The name Knative's webhook gives a Service's only container when it has none.
+_KNATIVE_CONTAINER = "user-container"
 
 
 @dataclass(frozen=True)
@@ -94,11 +100,14 @@ def collect(inputs: Iterable[Input], recursive: bool = False,
     out = Manifests(snapshot=snap, sources=sources)
     budget = [_MAX_VALUES_TOTAL]
     for item in inputs:
+        first = len(out.objects)
         try:
             for label, text, exact in _texts(item, recursive, stdin):
                 _parse(label, text, exact, out, budget)
         except InputError as exc:
             out.problems.append(str(exc))
+        if item.kustomize:
+            _origins(item.path, out.objects[first:], out, budget)
     _build(out)
     return out
 
@@ -132,6 +141,39 @@ def _texts(item: Input, recursive: bool, stdin: Any) -> Iterable[tuple[str, str,
         yield str(path), _read(path), True
     else:
         raise InputError(f"{path}: not a regular file or directory (a FIFO or a device?)")
+
+
+ORIGIN_ANNOTATION = "config.kubernetes.io/origin"
+
+
+def _origins(directory: str, objects: list[ManifestObject], out: Manifests,
+             budget: list[int]) -> None:
+    """Each object of kustomize's output in the file it came from, by the origin
+    annotation kustomize writes with ``buildMetadata: [originAnnotations]`` (``path:``
+    relative to the kustomization directory). Without it, or for a generated or remote
+    object, the finding keeps the rendered output's place."""
+    parsed: dict[str, list[ManifestObject]] = {}
+    for obj in objects:
+        raw = (meta(obj.obj).get("annotations") or {}).get(ORIGIN_ANNOTATION)
+        try:
+            origin = yaml.safe_load(raw) if isinstance(raw, str) else None
+        except yaml.YAMLError:
+            continue
+        if not isinstance(origin, dict) or not isinstance(origin.get("path"), str) \
+                or origin.get("repo"):
+            continue
+        file = os.path.normpath(os.path.join(directory, origin["path"]))
+        if file not in parsed:
+            found = Manifests(snapshot=out.snapshot, sources=out.sources)
+            with contextlib.suppress(InputError):  # unreadable: the rendered place stays
+                _parse(file, _read(Path(file)), True, found, budget)
+            parsed[file] = found.objects
+        same = [o for o in parsed[file] if o.kind == obj.kind]
+        named = [o for o in same if meta(o.obj).get("name") == meta(obj.obj).get("name")]
+        # kustomize may have renamed it (namePrefix): the only one of its kind then.
+        pick = named or (same if len(same) == 1 else [])
+        if pick:
+            obj.origin = pick[0]
 
 
 def _directory(root: Path, recursive: bool) -> list[Path]:
@@ -219,15 +261,27 @@ class _Builder:
             return known
         mark = Mark(node.start_mark.line + 1, node.start_mark.column + 1)
         if isinstance(node, yaml.MappingNode):
+            # Keys written here, not merged in with <<: a merged key may be overridden,
+            # a written one twice is refused, as kubectl and kustomize refuse it.
+            written = {id(k) for k, _ in node.value if k.tag != "tag:yaml.org,2002:merge"}
             self.loader.flatten_mapping(node)  # merge keys (<<)
             out: dict[Any, Any] = {}
             self.memo[id(node)] = out
             keys: dict[str | int, Mark] = {}
+            seen: dict[Any, Mark] = {}
             for key_node, value_node in node.value:
                 key = self.build(key_node, path)
                 if isinstance(key, (dict, list)):
                     key = str(key)
-                keys[key] = Mark(key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+                at = Mark(key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+                if id(key_node) in written:
+                    if key in seen:
+                        raise InputError(
+                            f"{self.file}:{at.line}:{at.column}: duplicate key {key!r} "
+                            f"(first at line {seen[key].line}): kubectl and kustomize "
+                            "refuse a mapping with a key twice")
+                    seen[key] = at
+                keys[key] = at
                 out[key] = self.build(value_node, (*path, key))
             self.sources.add(out, Node(self.file, path, mark, self.doc, keys, self.exact))
             return out
@@ -298,8 +352,11 @@ def _add(data: Any, file: str, mark: Mark, out: Manifests, doc: int,
     obj = normalize(data, shaped)
     _follow(obj, data, out.sources)
     if shaped.dropped:
-        out.snapshot.notes.append(f"{file}: {shaped.dropped} field(s) of the wrong type for "
-                                  "the Kubernetes API were ignored")
+        label = ManifestObject(obj, file, mark.line, mark.column).label
+        more = ", ..." if shaped.dropped > len(shaped.paths) else ""
+        out.snapshot.notes.append(f"{file}:{mark.line}: {label}: {shaped.dropped} field(s) "
+                                  "of the wrong type for the Kubernetes API were ignored: "
+                                  f"{', '.join(shaped.paths)}{more}")
     out.objects.append(ManifestObject(obj, file, mark.line, mark.column, doc, prefix, exact))
 
 
@@ -354,29 +411,36 @@ def _kind(obj: Obj) -> str:
 
 def _build(out: Manifests) -> None:
     snap = out.snapshot
-    runtimes: dict[str, Obj] = {}
+    runtimes: list[Obj] = []
     for item in out.objects:
         kind = _kind(item.obj)
         if kind in _LISTED:
             snap.objects[_LISTED[kind]].append(item.obj)
-        if kind in ("ServingRuntime", "ClusterServingRuntime"):
-            runtimes.setdefault(str(meta(item.obj).get("name")), item.obj)
+        if kind in kserve.RUNTIME_KINDS:
+            runtimes.append(item.obj)
         if kind == "ScaledObject":
             hpa = _keda_hpa(item.obj, out.sources)
             if hpa is not None:
                 snap.objects["horizontalpodautoscalers"].append(hpa)
-    used_runtimes: set[str] = set()
+    used_runtimes: set[int] = set()
     for item in out.objects:
         kind = _kind(item.obj)
         if kind not in _KNOWN:
             out.skipped.append(Skipped(item.file, item.line, item.label,
                                        f"kind {item.kind} is not linted"))
             continue
-        for pod, note in _pods(item, runtimes, used_runtimes, out):
+        before = len(out.skipped)
+        pods = _pods(item, runtimes, used_runtimes, out)
+        for pod, note in pods:
             out.workloads.append(Workload(item, pod, note))
             snap.objects["pods"].append(pod)
-    for name, runtime in runtimes.items():
-        if name not in used_runtimes:
+        if not pods and kind in _MAKES_PODS and len(out.skipped) == before:
+            where = "spec" if kind == "Pod" else (
+                "spec.predictor" if kind == "InferenceService" else "pod template spec")
+            out.skipped.append(Skipped(item.file, item.line, item.label,
+                                       f"no {where}: there is no pod to lint"))
+    for runtime in runtimes:
+        if id(runtime) not in used_runtimes:
             src = out.source_of(runtime)
             if src is not None:
                 out.skipped.append(Skipped(src.file, src.line, src.label,
@@ -385,24 +449,30 @@ def _build(out: Manifests) -> None:
 
 
 def _template_pod(item: ManifestObject, template: Any, name: str,
-                  owner: tuple[str, str] | None, extra_labels: dict[str, str] | None = None
-                  ) -> Obj | None:
+                  owner: tuple[str, str] | None, extra_labels: dict[str, str] | None = None,
+                  sources: SourceMap | None = None) -> Obj | None:
     if not isinstance(template, dict) or not isinstance(template.get("spec"), dict):
         return None
     tmeta = _mapping(template.get("metadata"))
     labels = {**(tmeta.get("labels") or {}), **(extra_labels or {})}
-    pod_meta: Obj = {"name": name, "labels": labels,
-                     "annotations": dict(tmeta.get("annotations") or {})}
+    annotations = dict(tmeta.get("annotations") or {})
+    pod_meta: Obj = {"name": name, "labels": labels, "annotations": annotations}
+    if sources is not None:  # the template's annotations are read from the pod
+        sources.adopt(annotations, tmeta.get("annotations"))
+        sources.adopt(pod_meta, tmeta)
     namespace = meta(item.obj).get("namespace")
     if namespace:
         pod_meta["namespace"] = namespace
     if owner is not None:
         pod_meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": owner[0],
                                         "name": owner[1], "controller": True}]
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": template["spec"]}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": template["spec"]}
+    if sources is not None:
+        sources.adopt(pod, template)
+    return pod
 
 
-def _pods(item: ManifestObject, runtimes: dict[str, Obj], used: set[str],
+def _pods(item: ManifestObject, runtimes: list[Obj], used: set[int],
           out: Manifests) -> list[tuple[Obj, str]]:
     obj, kind = item.obj, _kind(item.obj)
     name = str(meta(obj).get("name") or "unnamed")
@@ -426,10 +496,17 @@ def _pods(item: ManifestObject, runtimes: dict[str, Obj], used: set[str],
         return [(pod, "")]
     if kind == "StatefulSet":
         pod = _template_pod(item, spec.get("template"), f"{name}-0", ("StatefulSet", name))
-        return [(pod, "")] if pod is not None else []
+        if pod is None:
+            return []
+        _claim_templates(pod, spec, name, out)
+        return [(pod, "")]
     if kind == "Service.serving.knative.dev":
-        pod = _template_pod(item, spec.get("template"), name, None)
-        return [(pod, "")] if pod is not None else []
+        pod = _template_pod(item, spec.get("template"), name, None,
+                            {"serving.knative.dev/service": name}, out.sources)
+        if pod is None:
+            return []
+        _knative_container_names(pod, out.sources)
+        return [(pod, "")]
     if kind == "LeaderWorkerSet":
         lwt = spec.get("leaderWorkerTemplate") or {}
         size = {"leaderworkerset.sigs.k8s.io/size": str(lwt.get("size", 1))}
@@ -444,58 +521,115 @@ def _pods(item: ManifestObject, runtimes: dict[str, Obj], used: set[str],
     return []
 
 
-def _predictor_pods(item: ManifestObject, spec: Obj, runtimes: dict[str, Obj],
-                    used: set[str], out: Manifests) -> list[tuple[Obj, str]]:
-    name = str(meta(item.obj).get("name") or "unnamed")
+def _knative_container_names(pod: Obj, sources: SourceMap) -> None:
+    """Knative names a Service's only container user-container when it has no name (its
+    defaulting webhook); the evidence and the fix name it so."""
+    containers = pod["spec"].get("containers")
+    if not (isinstance(containers, list) and len(containers) == 1
+            and isinstance(containers[0], dict) and not containers[0].get("name")):
+        return
+    named = {"name": _KNATIVE_CONTAINER, **containers[0]}
+    named["name"] = _KNATIVE_CONTAINER
+    sources.adopt(named, containers[0])
+    listed = [named]
+    sources.adopt(listed, containers)
+    pod_spec = dict(pod["spec"])
+    sources.adopt(pod_spec, pod["spec"])
+    pod_spec["containers"] = listed
+    pod["spec"] = pod_spec
+
+
+def _claim_templates(pod: Obj, spec: Obj, name: str, out: Manifests) -> None:
+    """The volumes the StatefulSet controller gives pod 0: one PersistentVolumeClaim per
+    volumeClaimTemplate, named TEMPLATE-STATEFULSET-0, in place of a pod volume of the
+    template's name; the claims go where a live scan lists them."""
+    templates = [t for t in spec.get("volumeClaimTemplates") or [] if isinstance(t, dict)]
+    if not templates:
+        return
+    pod_spec = dict(pod["spec"])
+    out.sources.adopt(pod_spec, pod["spec"])
+    raw = pod_spec.get("volumes")
+    written: list[Any] = raw if isinstance(raw, list) else []
+    names = {str(_mapping(t.get("metadata")).get("name")) for t in templates}
+    volumes: list[Any] = []
+    origins: dict[str | int, tuple[Any, str | int]] = {}
+    for i, vol in enumerate(written):
+        if not (isinstance(vol, dict) and vol.get("name") in names):
+            origins[len(volumes)] = (written, i)
+            volumes.append(vol)
+    claims = spec["volumeClaimTemplates"]
+    for i, template in enumerate(claims):
+        if not isinstance(template, dict):
+            continue
+        tname = str(_mapping(template.get("metadata")).get("name") or "")
+        claim = f"{tname}-{name}-0"
+        volume = {"name": tname, "persistentVolumeClaim": {"claimName": claim}}
+        out.sources.adopt(volume, template)
+        origins[len(volumes)] = (claims, i)
+        volumes.append(volume)
+        pvc_meta: Obj = {"name": claim}
+        if meta(pod).get("namespace"):
+            pvc_meta["namespace"] = meta(pod).get("namespace")
+        out.snapshot.objects["persistentvolumeclaims"].append(
+            {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": pvc_meta,
+             "spec": _mapping(template.get("spec"))})
+    out.sources.compose(volumes, written if written else claims, origins)
+    pod_spec["volumes"] = volumes
+    pod["spec"] = pod_spec
+
+
+def _predictor_pods(item: ManifestObject, spec: Obj, runtimes: list[Obj],
+                    used: set[int], out: Manifests) -> list[tuple[Obj, str]]:
+    """The predictor's pod, as KServe makes it (``triage.collect.kserve``): its own
+    containers, or the runtime's container its ``model`` is merged onto."""
+    isvc = item.obj
+    name = str(meta(isvc).get("name") or "unnamed")
+    namespace = str(meta(isvc).get("namespace") or "")
     predictor = spec.get("predictor")
     if not isinstance(predictor, dict):
         return []
     labels = {"serving.kserve.io/inferenceservice": name}
     pod_spec: Obj = {k: v for k, v in predictor.items() if k not in _KSERVE_PREDICTOR_KEYS}
     out.sources.adopt(pod_spec, predictor)
+    annotations: Obj = {}
     note = ""
     model = predictor.get("model")
-    if isinstance(model, dict) and not pod_spec.get("containers"):
-        runtime = _runtime_for(model, runtimes)
+    if isinstance(model, dict):
+        runtime = kserve.runtime_for(model, namespace, runtimes)
         if runtime is None:
             out.skipped.append(Skipped(item.file, item.line, item.label,
                                        "its predictor.model names no ServingRuntime in these "
                                        "manifests: the container it runs in is not known"))
             return []
-        used.add(str(meta(runtime).get("name")))
-        base = ((runtime.get("spec") or {}).get("containers") or [{}])[0]
-        if not isinstance(base, dict):
+        used.add(id(runtime))
+        rspec = _mapping(runtime.get("spec"))
+        base = kserve.runtime_container(runtime)
+        if base is None:
             return []
-        container = {**base, **{k: v for k, v in model.items()
-                                if k not in ("modelFormat", "runtime", "storageUri",
-                                             "protocolVersion", "storage")}}
-        out.sources.adopt(container, base, keys_from=(model,))
-        containers = [container]
-        out.sources.adopt(containers, (runtime.get("spec") or {}).get("containers"))
+        container = kserve.merge_container(base, model, isvc, out.sources)
+        own = [c for c in pod_spec.get("containers") or [] if isinstance(c, dict)]
+        rlist = [c for c in rspec.get("containers") or [] if isinstance(c, dict)]
+        pod_spec = kserve.merge_pod_spec(rspec, pod_spec, out.sources)
+        # The merged container, the runtime's others, then the predictor's own.
+        mine = {c.get("name") for c in own}
+        containers = [container, *(c for c in rlist if c is not base
+                                   and c.get("name") not in mine), *own]
+        origins: dict[str | int, tuple[Any, str | int]] = {}
+        written = rspec.get("containers")
+        if isinstance(written, list):
+            origins[0] = (written, written.index(base))
+        out.sources.compose(containers, written, origins)
         pod_spec["containers"] = containers
-        volumes = (runtime.get("spec") or {}).get("volumes")
-        if volumes and "volumes" not in pod_spec:
-            pod_spec["volumes"] = volumes
-        note = f"in ServingRuntime {meta(runtime).get('name')}"
-    pod_meta: Obj = {"name": f"{name}-predictor", "labels": labels,
-                     "annotations": dict(predictor.get("annotations") or {})}
-    if meta(item.obj).get("namespace"):
-        pod_meta["namespace"] = meta(item.obj).get("namespace")
+        annotations.update(_mapping(rspec.get("annotations")))
+        labels = {**_mapping(rspec.get("labels")), **labels}
+        note = f"in {runtime.get('kind')} {meta(runtime).get('name')}"
+    annotations.update({k: v for k, v in _mapping(meta(isvc).get("annotations")).items()})
+    annotations.update(_mapping(predictor.get("annotations")))
+    pod_meta: Obj = {"name": f"{name}-predictor", "labels": labels, "annotations": annotations}
+    if namespace:
+        pod_meta["namespace"] = namespace
     return [({"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": pod_spec},
              note)]
-
-
-def _runtime_for(model: Obj, runtimes: dict[str, Obj]) -> Obj | None:
-    wanted = model.get("runtime")
-    if wanted:
-        return runtimes.get(str(wanted))
-    fmt = str((model.get("modelFormat") or {}).get("name", "")).lower()
-    for runtime in runtimes.values():
-        formats = (runtime.get("spec") or {}).get("supportedModelFormats") or []
-        if any(isinstance(f, dict) and str(f.get("name", "")).lower() == fmt
-               and f.get("autoSelect", True) for f in formats):
-            return runtime
-    return None
 
 
 def _keda_hpa(scaled: Obj, sources: SourceMap) -> Obj | None:

@@ -32,7 +32,7 @@ _FIELDS: dict[str, str] = {
         "external", "pods", "object", "containerResource", "configMap", "secret",
         "persistentVolumeClaim", "emptyDir", "hostPath", "livenessProbe", "readinessProbe",
         "startupProbe", "httpGet", "tcpSocket", "grpc", "exec", "securityContext",
-        "nodeInfo", "model", "source", "current", "behavior", "describedObject", "valueFrom",
+        "nodeInfo", "source", "current", "behavior", "describedObject", "valueFrom",
         "secretKeyRef", "configMapKeyRef", "fieldRef", "resourceFieldRef", "selector",
         "scaleUp", "scaleDown", "transformer", "explainer", "lifecycle", "postStart",
         "preStop", "affinity", "nodeAffinity", "canary", "storage", "daemonEndpoints",
@@ -84,11 +84,35 @@ _IN_LIST: dict[str, dict[str, str]] = {
 }
 
 
+# Where a name has its type only inside one parent: KServe's predictor.model is an
+# object, but "model" is a plain label elsewhere (a Service selector's model: llama3).
+_UNDER: dict[str, dict[str, str]] = {
+    "predictor": {"model": _OBJECT},
+}
+# A Service's spec.selector is a string map, a workload's a LabelSelector: under
+# "selector", only a LabelSelector's own keys keep their types, any other is a label.
+_LABEL_SELECTOR_KEYS = {"matchLabels", "matchExpressions"}
+_MAX_PATHS = 5
+
+
 class Shaped:
-    """How many wrong-typed fields were dropped while normalizing."""
+    """How many wrong-typed fields were dropped while normalizing, and the first paths."""
 
     def __init__(self) -> None:
         self.dropped = 0
+        self.paths: list[str] = []
+
+    def drop(self, path: tuple[str | int, ...], count: int = 1) -> None:
+        self.dropped += count
+        if count and len(self.paths) < _MAX_PATHS:
+            self.paths.append(_dotted(path))
+
+
+def _dotted(path: tuple[str | int, ...]) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(the object)"
 
 
 def normalize(obj: Any, shaped: Shaped | None = None, depth: int = 0) -> Any:
@@ -96,20 +120,24 @@ def normalize(obj: Any, shaped: Shaped | None = None, depth: int = 0) -> Any:
     shaped = shaped if shaped is not None else Shaped()
     if not isinstance(obj, dict):
         return obj
-    return _object(obj, shaped, {}, depth)
+    return _object(obj, shaped, {}, depth, ())
 
 
 def _object(obj: dict[str, Any], shaped: Shaped, overrides: dict[str, str],
-            depth: int) -> dict[str, Any]:
+            depth: int, path: tuple[str | int, ...], parent: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
+    under = _UNDER.get(parent, {})
     for key, value in obj.items():
         if not isinstance(key, str):
-            shaped.dropped += 1
+            shaped.drop((*path, str(key)))
             continue
-        want = overrides.get(key) or _FIELDS.get(key)
-        fixed = _value(key, value, want, shaped, depth)
+        if parent == "selector" and key not in _LABEL_SELECTOR_KEYS:
+            want: str | None = _SCALAR
+        else:
+            want = overrides.get(key) or under.get(key) or _FIELDS.get(key)
+        fixed = _value(key, value, want, shaped, depth, (*path, key))
         if fixed is _DROP:
-            shaped.dropped += 1
+            shaped.drop((*path, key))
             continue
         out[key] = fixed
     return out
@@ -118,40 +146,51 @@ def _object(obj: dict[str, Any], shaped: Shaped, overrides: dict[str, str],
 _DROP = object()
 
 
-def _value(key: str, value: Any, want: str | None, shaped: Shaped, depth: int) -> Any:
+def _value(key: str, value: Any, want: str | None, shaped: Shaped, depth: int,
+           path: tuple[str | int, ...]) -> Any:
     if value is None:
         return None  # "not set", which every reader handles
     if depth > 40:
         return _DROP  # no API object nests this deep
     if want is None:
         if isinstance(value, dict):
-            return _object(value, shaped, {}, depth + 1)
+            return _object(value, shaped, {}, depth + 1, path, key)
         if isinstance(value, list):
-            return [_object(v, shaped, {}, depth + 1) if isinstance(v, dict) else v
-                    for v in value]
+            return [_object(v, shaped, {}, depth + 1, (*path, i), key)
+                    if isinstance(v, dict) else v for i, v in enumerate(value)]
         return value
     if want == _OBJECT:
-        return _object(value, shaped, {}, depth + 1) if isinstance(value, dict) else _DROP
+        return _object(value, shaped, {}, depth + 1, path, key) if isinstance(value, dict) \
+            else _DROP
     if want == _STRING_MAP:
         if not isinstance(value, dict):
             return _DROP
         kept = {k: v for k, v in value.items()
                 if isinstance(k, str) and (isinstance(v, str) or _is_number(v))}
-        shaped.dropped += len(value) - len(kept)
+        for k in value:
+            if k not in kept:
+                shaped.drop((*path, str(k)))
         return kept
     if want == _LIST_OF_OBJECTS:
         if not isinstance(value, list):
             return _DROP
         overrides = _IN_LIST.get(key, {})
-        items = [_object(v, shaped, overrides, depth + 1) for v in value if isinstance(v, dict)]
-        shaped.dropped += len(value) - len(items)
+        items = []
+        for i, v in enumerate(value):
+            if isinstance(v, dict):
+                items.append(_object(v, shaped, overrides, depth + 1, (*path, i), key))
+            else:
+                shaped.drop((*path, i))
         return items
     if want == _STRINGS:
         if not isinstance(value, list):
             return _DROP
-        words = [v if isinstance(v, str) else str(v) for v in value
-                 if isinstance(v, str) or _is_number(v)]
-        shaped.dropped += len(value) - len(words)
+        words = []
+        for i, v in enumerate(value):
+            if isinstance(v, str) or _is_number(v):
+                words.append(v if isinstance(v, str) else str(v))
+            else:
+                shaped.drop((*path, i))
         return words
     if want == _STR:
         return value if isinstance(value, str) else _DROP
@@ -172,9 +211,11 @@ def _is_number(value: Any) -> bool:
 def normalize_items(kind: str, items: list[Any], notes: list[str]) -> list[dict[str, Any]]:
     """The objects of a list, normalized; a note says how many fields were dropped."""
     shaped = Shaped()
-    out = [_object(o, shaped, {}, 0) for o in items if isinstance(o, dict)]
+    out = [_object(o, shaped, {}, 0, ()) for o in items if isinstance(o, dict)]
     dropped = shaped.dropped + sum(1 for o in items if not isinstance(o, dict))
     if dropped:
+        more = ", ..." if shaped.dropped > len(shaped.paths) else ""
+        where = f" ({', '.join(shaped.paths)}{more})" if shaped.paths else ""
         notes.append(f"{kind}: {dropped} field(s) or item(s) of the wrong type for the "
-                     "Kubernetes API were ignored")
+                     f"Kubernetes API were ignored{where}")
     return out

@@ -124,7 +124,9 @@ class ContainerContext:
         self.container = container
         self.namespace = str(meta(pod).get("namespace", ""))
         self.pod_name = str(meta(pod).get("name", ""))
-        self.name = str(container.get("name", ""))
+        # A container without a name (a manifest that leaves it to a controller's
+        # defaults) is named by its index, so no evidence says "container  has".
+        self.name = str(container.get("name") or "") or self._index_name()
         self._shared = shared if shared is not None else {}
         self._own: dict[tuple[str, ...], Fact] = {}
         self._given = given or {}
@@ -132,6 +134,12 @@ class ContainerContext:
         # Every regex a scan of this container's logs answers in its one pass; one not
         # in here is searched on its own when asked for.
         self.queries = queries if queries is not None else LOG_QUERIES
+
+    def _index_name(self) -> str:
+        for i, c in enumerate(workload.containers(self.pod)):
+            if c is self.container:
+                return f"#{i}"
+        return "#0"
 
     # --- inputs -----------------------------------------------------------
 

@@ -220,19 +220,31 @@ def service_link_vllm_port(ctx: ContainerContext) -> Measured:
         return Measured(None, f"Service vllm exists but pod {ctx.pod_name} sets "
                               "spec.enableServiceLinks: false, so no VLLM_* variables are "
                               "injected")
-    if not ip or ip == "None":
-        return Measured(None, "Service vllm is headless: Kubernetes injects no variables for it")
+    # The kubelet injects variables only for a Service with a cluster IP (not headless,
+    # not ExternalName: pkg/kubelet/kubelet_pods.go getServiceEnvVarMap, IsServiceIPSet).
+    if ip == "None":
+        return Measured(None, "Service vllm is headless (clusterIP: None): Kubernetes "
+                              "injects no variables for it")
+    if spec.get("type") == "ExternalName":
+        return Measured(None, "Service vllm is of type ExternalName: Kubernetes injects no "
+                              "variables for it")
+    if not ip:
+        if ctx.snapshot.static is None:
+            return Measured(None, "Service vllm has no cluster IP: Kubernetes injects no "
+                                  "variables for it")
+        # A manifest's Service gets its address when it is created.
+        ip = "CLUSTER-IP"
     explicit = any(isinstance(e, dict) and e.get("name") == "VLLM_PORT"
                    for e in ctx.container.get("env") or [])
     if explicit:
         return Measured(None, f"container {ctx.name} sets VLLM_PORT itself, which wins over "
                               "the Service variable")
     proto = str(ports[0].get("protocol", "TCP")).lower()
-    if not ip and ctx.snapshot.static is not None:
-        ip = "CLUSTER-IP"  # a manifest's Service has its address only once created
     value = f"{proto}://{ip}:{ports[0].get('port')}"
-    return Measured(value, f"Service vllm (clusterIP {ip}, port {ports[0].get('port')}) in "
-                           f"namespace {ctx.namespace} and pod spec.enableServiceLinks "
+    where = f"clusterIP {ip}" if ip != "CLUSTER-IP" else "a cluster IP once created"
+    return Measured(value, f"Service vllm ({where}, port {ports[0].get('port')}) in "
+                           f"namespace {ctx.namespace or '(the one applied to)'} and pod "
+                           "spec.enableServiceLinks "
                            f"{'unset (default true)' if links is None else links}: the kubelet "
                            f"sets VLLM_PORT={value} in the container",
                     (Location(svc, ("metadata", "name")),))

@@ -53,6 +53,16 @@ def _condition(pod: Obj, kind: str) -> Obj | None:
     return None
 
 
+@fact("pod_created", unit="bool", scope="pod",
+      doc="the pod exists in a cluster (read from the API server or a bundle); false for the "
+          "pod lint builds from a manifest's template before anything is applied")
+def pod_created(ctx: ContainerContext) -> Measured:
+    if ctx.snapshot.static is not None:
+        return Measured(False, f"pod {ctx.pod_name} is not created yet: it is built from its "
+                               f"manifest's pod template ({ctx.snapshot.static})")
+    return Measured(True, f"pod {ctx.pod_name} exists in the cluster")
+
+
 @fact("pod_scheduled", unit="bool", scope="pod",
       doc="the pod is bound to a node (PodScheduled=True, or spec.nodeName set); the "
           "evidence says since when and how long it waited for a node")

@@ -19,35 +19,45 @@ def has_startup_probe(ctx: ContainerContext) -> Measured:
 
 
 _ACTION = {"startupProbe": "restarts the container",
-           "livenessProbe": "restarts the container",
-           "readinessProbe": "keeps the pod unready"}
+           "livenessProbe": "restarts the container"}
 
 
 def _load_probe(ctx: ContainerContext) -> str | None:
-    for kind in ("startupProbe", "livenessProbe", "readinessProbe"):
+    """The probe that kills a load that takes too long. A readinessProbe never does: a
+    container that fails it only stays unready (no traffic) and keeps loading."""
+    for kind in ("startupProbe", "livenessProbe"):
         if ctx.container.get(kind):
             return kind
     return None
 
 
+def _no_load_probe(ctx: ContainerContext) -> str:
+    if ctx.container.get("readinessProbe"):
+        return (f"container {ctx.name} has no startup or liveness probe: its readinessProbe "
+                "only keeps the pod unready while the model loads, it restarts nothing")
+    return f"container {ctx.name} has no startup, liveness or readiness probe"
+
+
 @fact("load_probe", unit="text", scope="container",
-      doc="the probe that acts on a container still loading its model: startupProbe if set, "
-          "else livenessProbe, else readinessProbe; None without probes")
+      doc="the probe that restarts a container still loading its model: startupProbe if set, "
+          "else livenessProbe; None without either (a readinessProbe only keeps the pod "
+          "unready)")
 def load_probe(ctx: ContainerContext) -> Measured:
     kind = _load_probe(ctx)
     if kind is None:
-        return Measured(None, f"container {ctx.name} has no startup, liveness or readiness probe")
+        return Measured(None, _no_load_probe(ctx))
     return Measured(kind, f"container {ctx.name}: the {kind} acts first while the model loads "
                           f"(it {_ACTION[kind]})", (ctx.field(kind),))
 
 
 @fact("load_probe_budget_seconds", unit="seconds", scope="container",
-      doc="seconds the load_probe lets a starting container go unanswered before it acts "
-          "(initialDelaySeconds + periodSeconds x failureThreshold, with Kubernetes' defaults)")
+      doc="seconds the load_probe lets a starting container go unanswered before it restarts "
+          "it (initialDelaySeconds + periodSeconds x failureThreshold, with Kubernetes' "
+          "defaults); None without a startup or liveness probe")
 def load_probe_budget_seconds(ctx: ContainerContext) -> Measured:
     kind = _load_probe(ctx)
     if kind is None:
-        return Measured(None, f"container {ctx.name} has no startup, liveness or readiness probe")
+        return Measured(None, _no_load_probe(ctx))
     probe = ctx.container[kind]
     budget = workload.probe_budget(probe)
     missing = "" if kind == "startupProbe" else "no startupProbe and its "

@@ -46,6 +46,56 @@ def _isvc_annotations(isvc: Obj) -> dict[str, str]:
     return ann
 
 
+_KSERVE = "serving.kserve.io/"
+_KNATIVE_HPA_CLASS = "hpa.autoscaling.knative.dev"
+_MODES = {"rawdeployment": "RawDeployment", "standard": "RawDeployment",
+          "serverless": "Serverless", "knative": "Serverless", "modelmesh": "ModelMesh"}
+
+
+def _isvc_mode(isvc: Obj) -> tuple[str, str, Location]:
+    """How KServe deploys the InferenceService (RawDeployment, Serverless, ModelMesh): the
+    mode its status records, else its serving.kserve.io/deploymentMode annotation, else
+    KServe's default configuration (Serverless), said as an assumption."""
+    ann = meta(isvc).get("annotations") or {}
+    key = _KSERVE + "deploymentMode"
+    status = str((isvc.get("status") or {}).get("deploymentMode") or "")
+    at = Location(isvc, ("metadata", "annotations", key))
+    if status and status.lower() in _MODES:
+        return _MODES[status.lower()], f"status.deploymentMode {status}", at
+    written = str(ann.get(key) or "")
+    if written.lower() in _MODES:
+        return _MODES[written.lower()], f"annotation {key} \"{written}\"", at
+    return "Serverless", (f"no {key} annotation: KServe's default configuration, "
+                          "Serverless, is assumed (a cluster set to RawDeployment or "
+                          "Standard scales it with an HPA on CPU instead)"), at
+
+
+def _raw_hpa(isvc: Obj) -> tuple[str | None, str, Location]:
+    """A RawDeployment InferenceService's autoscaler class: hpa (KServe's default: it
+    makes an HPA), or external / none / keda (it makes none)."""
+    ann = meta(isvc).get("annotations") or {}
+    key = _KSERVE + "autoscalerClass"
+    value = str(ann.get(key) or "hpa")
+    at = Location(isvc, ("metadata", "annotations", key))
+    how = f"annotation {key} \"{value}\"" if key in ann else f"{key} unset (KServe's default hpa)"
+    return (value if value in ("hpa", "external", "none", "keda") else None), how, at
+
+
+def _knative_pod(ctx: ContainerContext) -> Obj | None:
+    """The autoscaling annotations of a Knative Service's pod (its revision template's),
+    when the pod is not an InferenceService's (KServe's own are read from it)."""
+    labels = meta(ctx.pod).get("labels") or {}
+    if not labels.get("serving.knative.dev/service") or \
+            workload.inference_service_name(ctx.pod):
+        return None
+    ann = meta(ctx.pod).get("annotations") or {}
+    return {str(k): str(v) for k, v in ann.items() if str(k).startswith(_KNATIVE)}
+
+
+def _knative_at(ctx: ContainerContext, key: str) -> Location:
+    return Location(ctx.pod, ("metadata", "annotations", key))
+
+
 def _hpa_label(hpa: Obj) -> str:
     ref = (hpa.get("spec") or {}).get("scaleTargetRef") or {}
     return f"HorizontalPodAutoscaler {meta(hpa).get('name')} (scaleTargetRef " \
@@ -92,6 +142,12 @@ def autoscalers(ctx: ContainerContext) -> Measured:
         shown = ", ".join(f"{k}={v}" for k, v in (keys | extra).items()) or \
             "KServe defaults (concurrency target 100 per pod)"
         out.append(f"InferenceService {meta(isvc).get('name')}: {shown}")
+    knative = _knative_pod(ctx)
+    if knative is not None:
+        shown = ", ".join(f"{k.removeprefix(_KNATIVE)}={v}" for k, v in knative.items())
+        service = (meta(ctx.pod).get("labels") or {}).get("serving.knative.dev/service")
+        out.append(f"Knative Service {service}: "
+                   f"{shown or 'Knative defaults (KPA on concurrency, min-scale 0)'}")
     if not out:
         return Measured([], "no HorizontalPodAutoscaler or InferenceService autoscaling acts on "
                             "the workload")
@@ -139,10 +195,14 @@ def autoscaler_metrics(ctx: ContainerContext) -> Measured:
                              f"{now.get('averageUtilization', now.get('averageValue'))}"
                              f"{'%' if 'averageUtilization' in now else ''} now")
     isvc = _isvc(ctx)
-    if isvc is not None:
+    mode = _isvc_mode(isvc) if isvc is not None else None
+    if isvc is not None and mode is not None and mode[0] == "RawDeployment":
+        _raw_metrics(isvc, mode, found, texts, at)
+    elif isvc is not None:
         isvc_name = meta(isvc).get("name")
         pred = (isvc.get("spec") or {}).get("predictor") or {}
         ann = _isvc_annotations(isvc)
+        knative_hpa = ann.get(_KNATIVE + "class") == _KNATIVE_HPA_CLASS
         if pred.get("scaleMetric"):
             found.append(str(pred["scaleMetric"]).lower())
             at.append(Location(isvc, ("spec", "predictor", "scaleMetric")))
@@ -153,14 +213,80 @@ def autoscaler_metrics(ctx: ContainerContext) -> Measured:
             at.append(_annotation_at(isvc, _KNATIVE + "metric"))
             texts.append(f"InferenceService {isvc_name} annotation {_KNATIVE}metric "
                          f"\"{ann[_KNATIVE + 'metric']}\"")
+        elif knative_hpa:
+            found.append("cpu")
+            at.append(_annotation_at(isvc, _KNATIVE + "class"))
+            texts.append(f"InferenceService {isvc_name} annotation {_KNATIVE}class "
+                         f"\"{_KNATIVE_HPA_CLASS}\" without a metric: Knative's HPA class "
+                         "scales on cpu")
         else:
             found.append("concurrency")
             at.append(Location(isvc, ("spec", "predictor")))
-            texts.append(f"InferenceService {isvc_name}: Knative concurrency (KServe's default)")
+            texts.append(f"InferenceService {isvc_name}: Knative concurrency (KServe's default; "
+                         f"{mode[1] if mode else ''})")
+    knative = _knative_pod(ctx)
+    if knative is not None:
+        service = (meta(ctx.pod).get("labels") or {}).get("serving.knative.dev/service")
+        cls = knative.get(_KNATIVE + "class", "kpa.autoscaling.knative.dev")
+        metric = knative.get(_KNATIVE + "metric")
+        if metric:
+            found.append(metric.lower())
+            at.append(_knative_at(ctx, _KNATIVE + "metric"))
+            texts.append(f"Knative Service {service} annotation {_KNATIVE}metric \"{metric}\"")
+        elif cls == _KNATIVE_HPA_CLASS:
+            found.append("cpu")
+            at.append(_knative_at(ctx, _KNATIVE + "class"))
+            texts.append(f"Knative Service {service} annotation {_KNATIVE}class \"{cls}\" "
+                         "without a metric: Knative's HPA class scales on cpu")
+        else:
+            found.append("concurrency")
+            at.append(_knative_at(ctx, _KNATIVE + "metric"))
+            texts.append(f"Knative Service {service}: Knative's default, KPA on concurrency")
     names = list(dict.fromkeys(found))
     if not names:
         return Measured([], "no autoscaler acts on the workload")
     return Measured(names, "; ".join(texts), tuple(at))
+
+
+def _raw_metrics(isvc: Obj, mode: tuple[str, str, Location], found: list[str],
+                 texts: list[str], at: list[Location]) -> None:
+    """What KServe's HPA for a RawDeployment InferenceService scales on (its HPA
+    reconciler: spec.predictor.autoScaling.metrics, else scaleMetric, else cpu at 80%)."""
+    name = meta(isvc).get("name")
+    pred = (isvc.get("spec") or {}).get("predictor") or {}
+    cls, how, cls_at = _raw_hpa(isvc)
+    if cls != "hpa":
+        texts.append(f"InferenceService {name} ({mode[1]}): {how}, KServe makes no HPA")
+        return
+    metrics = (pred.get("autoScaling") or {}).get("metrics") if isinstance(
+        pred.get("autoScaling"), dict) else None
+    if isinstance(metrics, list) and metrics:
+        for i, m in enumerate(metrics):
+            body = m.get("resource") if isinstance(m, dict) else None
+            if isinstance(body, dict) and body.get("name"):
+                found.append(str(body["name"]).lower())
+                at.append(Location(isvc, ("spec", "predictor", "autoScaling", "metrics", i)))
+                texts.append(f"InferenceService {name} ({mode[1]}, {how}): "
+                             f"spec.predictor.autoScaling.metrics[{i}] Resource {body['name']}")
+        return
+    ann = meta(isvc).get("annotations") or {}
+    target = pred.get("scaleTarget") or ann.get(_KSERVE + "targetUtilizationPercentage") or 80
+    if pred.get("scaleMetric"):
+        metric, where = str(pred["scaleMetric"]), Location(isvc, ("spec", "predictor",
+                                                                  "scaleMetric"))
+        said = f"spec.predictor.scaleMetric {metric}"
+    else:
+        # The annotation KServe's docs write (metric) and its validator reads (metrics).
+        key = next((_KSERVE + k for k in ("metric", "metrics") if ann.get(_KSERVE + k)), None)
+        metric = str(ann[key]) if key else "cpu"
+        where = Location(isvc, ("metadata", "annotations", key)) if key else (
+            cls_at if _KSERVE + "autoscalerClass" in ann else mode[2])
+        said = (f"annotation {key} \"{metric}\"" if key
+                else "spec.predictor.scaleMetric unset (KServe's HPA default: cpu)")
+    found.append(metric.lower())
+    at.append(where)
+    texts.append(f"InferenceService {name} ({mode[1]}, {how}): KServe's HPA scales on {said}, "
+                 f"target {target}% utilization")
 
 
 def _annotation_at(isvc: Obj, key: str) -> Location:
@@ -257,7 +383,18 @@ def autoscale_target_over_capacity(ctx: ContainerContext) -> Measured:
 def min_replicas(ctx: ContainerContext) -> Measured:
     sources: list[tuple[int, str, Location]] = []
     isvc = _isvc(ctx)
-    if isvc is not None:
+    mode = _isvc_mode(isvc) if isvc is not None else None
+    if isvc is not None and mode is not None and mode[0] == "RawDeployment" and \
+            _raw_hpa(isvc)[0] == "hpa":
+        name = meta(isvc).get("name")
+        pred = (isvc.get("spec") or {}).get("predictor") or {}
+        asked = pred.get("minReplicas")
+        n = max(int(asked), 1) if isinstance(asked, int) else 1
+        sources.append((n, f"InferenceService {name} ({mode[1]}): KServe's HPA minReplicas {n} "
+                           f"(spec.predictor.minReplicas {asked if asked is not None else 'unset'};"
+                           " KServe raises it to at least 1)",
+                        Location(isvc, ("spec", "predictor", "minReplicas"))))
+    elif isvc is not None:
         name = meta(isvc).get("name")
         pred = (isvc.get("spec") or {}).get("predictor") or {}
         if pred.get("minReplicas") is not None:
@@ -273,6 +410,29 @@ def min_replicas(ctx: ContainerContext) -> Measured:
         if not sources:
             sources.append((1, f"InferenceService {name}: minReplicas unset (KServe default 1)",
                             Location(isvc, ("spec", "predictor", "minReplicas"))))
+    knative = _knative_pod(ctx)
+    if knative is not None:
+        service = (meta(ctx.pod).get("labels") or {}).get("serving.knative.dev/service")
+        scale_key = next((k for k in (_KNATIVE + "min-scale", _KNATIVE + "minScale")
+                          if k in knative), None)
+        hpa_class = knative.get(_KNATIVE + "class") == _KNATIVE_HPA_CLASS
+        if scale_key is not None and knative[scale_key].strip().isdigit():
+            n = int(knative[scale_key])
+            if hpa_class:
+                n = max(n, 1)
+            sources.append((n, f"Knative Service {service} annotation {scale_key} "
+                               f"\"{knative[scale_key]}\""
+                               + (" (Knative's HPA class keeps at least 1)" if hpa_class else ""),
+                            _knative_at(ctx, scale_key)))
+        elif hpa_class:
+            sources.append((1, f"Knative Service {service}: min-scale unset, Knative's HPA class "
+                               "keeps at least 1", _knative_at(ctx, _KNATIVE + "class")))
+        else:
+            sources.append((0, f"Knative Service {service}: {_KNATIVE}min-scale unset: Knative's "
+                               "default 0 lets the revision scale to zero when idle (unless the "
+                               "cluster's config-autoscaler sets min-scale or "
+                               "enable-scale-to-zero: false)",
+                            _knative_at(ctx, _KNATIVE + "min-scale")))
     for hpa in _hpas(ctx):
         spec = hpa.get("spec") or {}
         n = int(spec.get("minReplicas", 1))
@@ -319,7 +479,10 @@ def rollout_max_surge_pods(ctx: ContainerContext) -> Measured:
     name = meta(dep).get("name")
     spec = dep.get("spec") or {}
     strategy = spec.get("strategy") or {}
-    at = (Location(dep, ("spec", "strategy", "rollingUpdate", "maxSurge")),)
+    # maxSurge where it is written; else the strategy, else the replicas it scales (a
+    # manifest's finding points at the first of these that is written).
+    at = (Location(dep, ("spec", "strategy", "rollingUpdate", "maxSurge")),
+          Location(dep, ("spec", "strategy")), Location(dep, ("spec", "replicas")))
     if strategy.get("type", "RollingUpdate") != "RollingUpdate":
         return Measured(0, f"Deployment {name} spec.strategy.type {strategy.get('type')}",
                         (Location(dep, ("spec", "strategy", "type")),))

@@ -226,10 +226,11 @@ def cuda_oom_phase(ctx: ContainerContext) -> Measured:
 def memory_limit_bytes(ctx: ContainerContext) -> Measured:
     limit = workload.memory_limit(ctx.container)
     number = quantity_bytes(limit)
+    at = (ctx.field("resources", "limits", "memory"),)
     if number is None:
         return Measured(None, f"container {ctx.name} has no memory limit" if limit is None
-                        else f"memory limit {limit} is not a quantity")
-    return Measured(number, f"container {ctx.name} resources.limits.memory {limit}")
+                        else f"memory limit {limit} is not a quantity", at)
+    return Measured(number, f"container {ctx.name} resources.limits.memory {limit}", at)
 
 
 @fact("shm_memory_bytes", unit="bytes", scope="container",

@@ -16,7 +16,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from triage.manifest import ManifestObject, Manifests, Resolved, Skipped, dotted
+from triage.manifest import RUNTIME_KINDS, ManifestObject, Manifests, Resolved, Skipped, dotted
 from triage.redact import redact_text
 from triage.results import Finding, Location, Severity, map_strings
 from triage.rules.evaluate import PodDiagnosis, Truth
@@ -63,6 +63,9 @@ class PatternUse:
     applied: bool
     findings: int
     reason: str
+    # (workload, why): the vLLM workloads on which the pattern could not be decided,
+    # each with its own reason, when they are not all alike.
+    undecided: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -113,10 +116,16 @@ class LintReport:
         }
         if explain:
             doc["explain"] = {
-                "applied": [{"id": p.id, "findings": p.findings} for p in self.patterns
-                            if p.applied],
-                "not_applicable": [{"id": p.id, "reason": p.reason} for p in self.patterns
-                                   if not p.applied],
+                "applied": [{"id": p.id, "findings": p.findings,
+                             **({"undecided": [{"object": o, "reason": r}
+                                               for o, r in p.undecided]} if p.undecided
+                                else {})}
+                            for p in self.patterns if p.applied],
+                "not_applicable": [{"id": p.id, "reason": p.reason,
+                                    **({"undecided": [{"object": o, "reason": r}
+                                                      for o, r in p.undecided]}
+                                       if p.undecided else {})}
+                                   for p in self.patterns if not p.applied],
                 "suppressed": [{"id": s.id, "object": s.object, "file": s.file,
                                 "line": s.line, "by": s.by} for s in self.suppressed],
             }
@@ -132,6 +141,7 @@ def build(manifests: Manifests, diagnoses: list[PodDiagnosis], patterns: tuple[P
     skipped = list(manifests.skipped)
     linted = 0
     decisions: list[tuple[str, str, str]] = []
+    labelled: list[tuple[str, PodDiagnosis]] = []
     for diag in diagnoses:
         workload = by_pod.get(id(diag.pod))
         if workload is None:
@@ -142,10 +152,12 @@ def build(manifests: Manifests, diagnoses: list[PodDiagnosis], patterns: tuple[P
                                    "no vLLM container (image, command or args name no vLLM)"))
             continue
         linted += 1
+        labelled.append((_workload_label(workload), diag))
         decisions += [(workload.source.label, pid, truth.value)
                       for pid, truth in sorted(diag.states.items())]
         for f in diag.findings:
             where, holder = _place(manifests, f, workload.source)
+            where = _in_origin(manifests, where, holder)
             path = dotted(where.path[len(holder.prefix):]) if where is not None else ""
             item = LintFinding(
                 id=f.id, severity=f.severity,
@@ -170,7 +182,7 @@ def build(manifests: Manifests, diagnoses: list[PodDiagnosis], patterns: tuple[P
         findings=tuple(findings),
         skipped=tuple(skipped),
         suppressed=tuple(suppressed),
-        patterns=_uses(patterns, diagnoses, findings, suppressed, linted),
+        patterns=_uses(patterns, labelled, findings, suppressed, linted),
         rules=(),
         workloads=linted,
         objects=len(manifests.objects),
@@ -208,11 +220,46 @@ def _place(manifests: Manifests, f: Finding, source: ManifestObject
     if best is None or best_loc is None:
         return None, source
     # A field of the workload's own pod is the workload's, even where YAML aliases
-    # share its text with another object; another object's field (an HPA's) is that one's.
+    # share its text with another object, but for what a KServe runtime's container
+    # gave it; another object's field (an HPA's) is that one's.
+    holder = manifests.object_at(best)
     if best_loc.obj is source.obj or any(best_loc.obj is w.pod and w.source is source
                                          for w in manifests.workloads):
+        if holder is not None and holder.kind in RUNTIME_KINDS:
+            return best, holder
         return best, source
-    return best, manifests.object_at(best) or source
+    return best, holder or source
+
+
+def _in_origin(manifests: Manifests, where: Resolved | None, holder: ManifestObject
+               ) -> Resolved | None:
+    """A field of kustomize's output, at its line in the file kustomize read the object
+    from (the origin annotation), when it is known: the same path in that object, or
+    the nearest part of it written there (a field a patch added)."""
+    origin = holder.origin
+    if where is None or where.exact or origin is None:
+        return where
+    rel = where.path[len(holder.prefix):]
+    # A value a kustomize patch changed is not the one written there: its parent is.
+    while rel and _leaf(holder.obj, rel) != _leaf(origin.obj, rel):
+        rel = rel[:-1]
+    found = manifests.sources.resolve(Location(origin.obj, rel))
+    if found is None:
+        return where
+    return Resolved(found.file, found.doc, found.line, found.column,
+                    (*holder.prefix, *found.path[len(origin.prefix):]), found.depth, True)
+
+
+def _leaf(obj: Any, path: tuple[str | int, ...]) -> Any:
+    """The scalar at ``path`` ("" for a mapping or list, None when absent)."""
+    cur = obj
+    for part in path:
+        held = (part in cur) if isinstance(cur, dict) else (
+            isinstance(cur, list) and isinstance(part, int) and 0 <= part < len(cur))
+        if not held:
+            return None
+        cur = cur[part]
+    return "" if isinstance(cur, (dict, list)) else cur
 
 
 def _fix(f: Finding) -> str:
@@ -223,9 +270,18 @@ def _fix(f: Finding) -> str:
     return str(text) if text else f.remediation
 
 
+_SHOWN_EVIDENCE = 3
+
+
 def _message(f: Finding) -> str:
-    """The title, then the evidence that made the rule true."""
-    return f"{f.title}: " + "; ".join(f.evidence[:3]) if f.evidence else f.title
+    """The title, then the evidence that made the rule true: its first lines, and every
+    line that says a figure is an estimate (the finding rests on it)."""
+    if not f.evidence:
+        return f.title
+    shown = [*f.evidence[:_SHOWN_EVIDENCE],
+             *(e for e in f.evidence[_SHOWN_EVIDENCE:] if "estimate" in e.split(":", 1)[0]
+               or e.startswith("estimate"))]
+    return f"{f.title}: " + "; ".join(shown)
 
 
 def _suppressed_by(fid: str, ignore: set[str], *objects: ManifestObject) -> str:
@@ -238,23 +294,32 @@ def _suppressed_by(fid: str, ignore: set[str], *objects: ManifestObject) -> str:
     return ""
 
 
-def _uses(patterns: tuple[Pattern, ...], diagnoses: list[PodDiagnosis],
+def _workload_label(workload: Any) -> str:
+    return f"{workload.source.label} ({workload.note})" if workload.note else \
+        workload.source.label
+
+
+def _uses(patterns: tuple[Pattern, ...], labelled: list[tuple[str, PodDiagnosis]],
           findings: list[LintFinding], suppressed: list[Suppressed],
           linted: int) -> tuple[PatternUse, ...]:
     out: list[PatternUse] = []
     for p in sorted(patterns, key=lambda p: (p.step, p.id)):
-        states = [d.states.get(p.id) for d in diagnoses if d.contexts]
+        states = [d.states.get(p.id) for _, d in labelled]
         count = sum(1 for f in findings if f.id == p.id)
         hidden = sum(1 for s in suppressed if s.id == p.id)
+        why_not = [(label, next((u.reason for u in d.unevaluated if u.pattern == p.id),
+                                "not evaluated"))
+                   for label, d in labelled if d.states.get(p.id) not in (Truth.TRUE,
+                                                                         Truth.FALSE)]
         if not linted:
             out.append(PatternUse(p.id, False, 0, "no vLLM workload in the manifests"))
         elif Truth.TRUE in states or Truth.FALSE in states:
             why = f"{count} finding(s)" if count else "nothing found"
             if hidden:
                 why += f", {hidden} suppressed"
-            out.append(PatternUse(p.id, True, count, why))
+            out.append(PatternUse(p.id, True, count, why, tuple(why_not)))
         else:
-            reason = next((u.reason for d in diagnoses for u in d.unevaluated
-                           if u.pattern == p.id), "not evaluated")
-            out.append(PatternUse(p.id, False, 0, reason))
+            reason = why_not[0][1] if why_not else "not evaluated"
+            differ = len({r for _, r in why_not}) > 1
+            out.append(PatternUse(p.id, False, 0, reason, tuple(why_not) if differ else ()))
     return tuple(out)

@@ -31,7 +31,9 @@ def text(report: LintReport, color: bool = False, explain: bool = False) -> str:
         if color:
             sev = f"{_COLOR[f.severity]}{sev}{_RESET}"
         lines.append(f"{_where(f)}: {sev} {f.id} {f.message}")
-        lines.append(f"    {f.object} {f.path}".rstrip() if f.path else f"    {f.object}")
+        # The checklist step, as the scan report names it beside the pod.
+        where = f"{f.object} {f.path}" if f.path else f.object
+        lines.append(f"    {where}  (step {f.step})")
         if not f.exact:
             lines.append("    (line and column of the rendered kustomize output)")
         if f.fix:
@@ -57,10 +59,18 @@ def text(report: LintReport, color: bool = False, explain: bool = False) -> str:
 
 
 def _explain(report: LintReport) -> list[str]:
-    out = ["", "Patterns that applied to the manifests:"]
-    out += [f"  {p.id:28} {p.reason}" for p in report.patterns if p.applied] or ["  none"]
-    out += ["", "Patterns a manifest cannot decide (they need a running pod):"]
-    out += [f"  {p.id:28} {p.reason}" for p in report.patterns if not p.applied] or ["  none"]
+    def rows(applied: bool) -> list[str]:
+        lines: list[str] = []
+        for p in report.patterns:
+            if p.applied is not applied:
+                continue
+            lines.append(f"  {p.id:28} {p.reason}")
+            # Per workload, where the pattern went undecided on some of them.
+            lines += [f"  {'':28}   undecided on {label}: {why}" for label, why in p.undecided]
+        return lines or ["  none"]
+
+    out = ["", "Patterns that applied to the manifests:", *rows(True)]
+    out += ["", "Patterns a manifest cannot decide (they need a running pod):", *rows(False)]
     out += ["", "Suppressed:"]
     out += [f"  {s.file}:{s.line}: {s.id} on {s.object} (by {s.by})"
             for s in report.suppressed] or ["  none"]

@@ -14,6 +14,9 @@ from __future__ import annotations
 import hashlib
 import json
 from typing import Any
+from urllib.parse import quote
+
+import regex
 
 from triage.report.lint import LintFinding, LintReport
 from triage.results import Severity
@@ -24,17 +27,32 @@ _LEVEL = {Severity.CRITICAL: "error", Severity.WARNING: "warning", Severity.INFO
 _SECURITY_SEVERITY = {Severity.CRITICAL: "8.0", Severity.WARNING: "5.0", Severity.INFO: "2.0"}
 
 
-def _uri(file: str) -> str:
-    """A repository-relative POSIX path, as GitHub matches it against the checkout."""
-    path = file.replace("\\", "/")
+STDIN_URI = "stdin"
+
+
+def artifact(file: str) -> dict[str, Any]:
+    """The artifactLocation of a linted file: a percent-encoded repository-relative
+    path against %SRCROOT% (as GitHub matches it against the checkout), a file: URI
+    without a base for an absolute path, and a placeholder for standard input, which
+    has no file to point at."""
+    if file == "<stdin>":
+        return {"uri": STDIN_URI,
+                "description": {"text": "standard input (vllm-triage lint -f -): the "
+                                        "manifest was piped in, there is no file"}}
+    path = file.split(" (kubectl kustomize)")[0].replace("\\", "/")
     while path.startswith("./"):
         path = path[2:]
-    return path.split(" (kubectl kustomize)")[0]
+    if path.startswith("/") or _DRIVE.match(path):
+        absolute = path if path.startswith("/") else "/" + path
+        return {"uri": "file://" + quote(absolute, safe="/:")}
+    return {"uri": quote(path, safe="/"), "uriBaseId": "%SRCROOT%"}
+
+
+_DRIVE = regex.compile(r"^[A-Za-z]:/")
 
 
 def _location(f: LintFinding) -> dict[str, Any]:
-    physical: dict[str, Any] = {"artifactLocation": {"uri": _uri(f.file),
-                                                      "uriBaseId": "%SRCROOT%"}}
+    physical: dict[str, Any] = {"artifactLocation": artifact(f.file)}
     if f.exact and f.file != "<stdin>":
         physical["region"] = {"startLine": f.line, "startColumn": f.column}
     return {

@@ -328,9 +328,10 @@ class Evaluator:
             return FALSE
         rule: list[str] = []
         if other is not None and ref is not None and ref != other.value:
-            rule.append(f"estimate: {leaf.comparison.times:g} x {other.name} "
-                        f"+ {leaf.comparison.plus:g} = {ref:g} {REGISTRY_UNITS.get(fact.name, '')}"
-                        .rstrip())
+            unit = REGISTRY_UNITS.get(fact.name, "")
+            times = f"{leaf.comparison.times:g} x " if leaf.comparison.times != 1 else ""
+            rule.append(f"estimate: {times}{other.name} + {_amount(leaf.comparison.plus, unit)}"
+                        f" = {_amount(ref, unit)}")
         # The field compared is the finding's; the one it is compared with is evidence.
         return _true(fact.evidence, *([other.evidence] if other else []), *rule, at=fact.at)
 
@@ -346,6 +347,13 @@ class Evaluator:
         if leaf.comparison is not None and not compare(value, leaf.comparison):
             return FALSE
         return _true(f"{describe(leaf.name, value)} ({ctx.metrics_source()})")
+
+
+def _amount(value: float, unit: str) -> str:
+    """A number of a fact's unit, as a person reads it (bytes in GiB)."""
+    if unit == "bytes":
+        return f"{value / 2**30:g} GiB"
+    return f"{value:g} {unit}".rstrip()
 
 
 def _merge(groups: Any) -> list[str]:
