@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
-from tests.conftest import replay, run_cli
+from tests.conftest import FIXTURES, replay, run_cli
 from tests.fixturekit import copy_fixture
 from tests.test_prometheus import AT, NAME
 
@@ -47,6 +47,54 @@ def test_why_prometheus_nan_in_a_scrape_is_named(tmp_path: Path) -> None:
                                r"\1 NaN", page.read_text(), flags=re.M))
     step = _step5(run_cli("analyze", str(root), "-o", "json").json())
     assert any("vllm:e2e_request_latency_seconds (e2e_latency_count) is NaN" in e for e in step["evidence"]), step
+
+
+def test_why_prometheus_nan_in_the_inf_bucket_is_unknown_not_a_pass(tmp_path: Path) -> None:
+    """Before: a NaN +Inf bucket silently dropped the e2e quantiles (histogram_quantile
+    found no bucket over a NaN total) and step 5 passed on the other histograms."""
+    root = copy_fixture(tmp_path / "fx", HEALTHY)
+    for page in (root / "metrics").rglob("*.txt"):
+        page.write_text(re.sub(
+            r'^(vllm:e2e_request_latency_seconds_bucket\{[^}]*le="\+Inf"[^}]*\}) \S+$',
+            r"\1 NaN", page.read_text(), flags=re.M))
+    step = _step5(run_cli("analyze", str(root), "-o", "json").json())
+    assert step["verdict"] == "unknown", step
+    assert any('vllm:e2e_request_latency_seconds bucket le="+Inf" is NaN, so its quantiles '
+               "cannot be computed" in e for e in step["evidence"]), step
+
+
+def test_why_prometheus_duplicate_samples_are_malformed_not_summed(tmp_path: Path) -> None:
+    """Before: every e2e bucket line but +Inf twice (Prometheus rejects such a scrape as
+    duplicate samples) was summed as if from two engines: P99 4.98 s read as 2.21 s and
+    step 5 passed."""
+    root = copy_fixture(tmp_path / "fx", HEALTHY)
+    for page in (root / "metrics").rglob("*.txt"):
+        page.write_text("".join(
+            line * 2 if line.startswith("vllm:e2e_request_latency_seconds_bucket")
+            and 'le="+Inf"' not in line else line
+            for line in page.read_text().splitlines(keepends=True)))
+    step = _step5(run_cli("analyze", str(root), "-o", "json").json())
+    assert step["verdict"] == "unknown", step
+    assert not any("P99 2.21s" in e for e in step["evidence"]), step
+    assert any("vllm:e2e_request_latency_seconds has the sample "
+               'vllm:e2e_request_latency_seconds_bucket{engine="0",le="0.3",'
+               'model_name="Qwen/Qwen3-8B"} twice in one page (Prometheus rejects such a '
+               "scrape)" in e for e in step["evidence"]), step
+
+
+def test_prometheus_duplicate_counter_sample_is_named(tmp_path: Path) -> None:
+    """A counter's samples twice: the parser gives each line a family of its own, which
+    read as no counter at all; now the counter is unknown, named."""
+    from triage.metrics import parse_metrics
+
+    page = next((FIXTURES / HEALTHY / "metrics").rglob("*.txt")).read_text()
+    doubled = "".join(line * 2 if line.startswith("vllm:request_success_total") else line
+                      for line in page.splitlines(keepends=True))
+    assert "requests_finished" in parse_metrics(page).derived()
+    view = parse_metrics(doubled)
+    assert "requests_finished" not in view.derived()
+    assert "twice in one page" in view.problems()["requests_finished"]
+    assert parse_metrics(page).problems() == {}
 
 
 class _Answers(BaseHTTPRequestHandler):
