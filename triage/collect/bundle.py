@@ -54,6 +54,10 @@ from triage.snapshot import (
     meta,
 )
 
+# libyaml's safe loader where PyYAML has it (a fixture's YAML objects parse several times
+# faster); the pure-Python SafeLoader otherwise. Both build plain data, no objects.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 BUNDLE_SCHEMA = "vllm-triage/bundle/v1"
 _SUPPORTED_SCHEMAS = {BUNDLE_SCHEMA}
 _NEWEST_SCHEMA_VERSION = 1
@@ -329,7 +333,7 @@ def _read_structured(source: _Source, rel: str, budget: list[int]) -> Any:
         raise InputError(f"{source.name(rel)}: {entry.problem}")
     text = entry.data.decode("utf-8", errors="replace")
     try:
-        data = json.loads(text) if rel.endswith(".json") else yaml.safe_load(text)
+        data = json.loads(text) if rel.endswith(".json") else yaml.load(text, Loader=_YAML_LOADER)
     except (ValueError, yaml.YAMLError, RecursionError) as exc:
         detail = "nested too deeply" if isinstance(exc, RecursionError) else \
             " ".join(str(exc).split())[:200]

@@ -26,13 +26,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import regex
 import typer
-from rich.console import Console
 
 from triage.collect import CollectError, InputError, outfile
 from triage.redact import redact_text
 from triage.sanitize import sanitize
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from triage.collect.live import LiveCollector
     from triage.collect.prometheus import PrometheusOptions
     from triage.report import Report
@@ -50,6 +51,8 @@ class Output(str, Enum):
 
 
 def stderr_console() -> Console:
+    from rich.console import Console  # a quiet run (analyze -o json) draws nothing with it
+
     return Console(stderr=True, highlight=False, soft_wrap=True)  # paths stay on one line
 
 
@@ -117,7 +120,7 @@ def terminal_width() -> int | None:
 
 def emit(report: Report, output: Output, output_file: Path | None, quiet: bool = False,
          fix_dir: Path | None = None) -> None:
-    from triage.report import table, writers
+    from triage.report import writers
 
     if fix_dir is not None:
         from triage.report import fixdir
@@ -129,8 +132,13 @@ def emit(report: Report, output: Output, output_file: Path | None, quiet: bool =
         say(f"{len(written)} patch file(s) written to {fix_dir}" if written else
             f"no patch to write to {fix_dir}: no finding has a computed patch")
 
+    def draw_table(r: Report, color: bool) -> str:
+        from triage.report import table  # rich, only when a table is drawn
+
+        return table.render(r, color, width=terminal_width())
+
     render = writers()
-    render["table"] = lambda r, color: table.render(r, color, width=terminal_width())
+    render["table"] = draw_table
     if output.value not in render:
         fail(f"output format {output.value!r} is not available in this build", EXIT_USAGE)
     if output_file is None:
