@@ -72,6 +72,8 @@ _OPTIONAL_KINDS = {"inferenceservices"}
 
 # kubectl's --chunk-size: the page size a real API server is used to being asked for.
 PAGE_SIZE = 500
+# -A lists events per namespace with a triaged pod, up to this many namespaces.
+EVENT_NAMESPACES_MAX = 32
 
 _IN_CLUSTER_NS = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
@@ -924,7 +926,10 @@ class LiveCollector:
         chosen = snap.pods()
         shared: list[Callable[[], None]] = [
             self._lister(snap, kind, self._ns_path(prefix, plural, ns), ns)
-            for kind, (prefix, plural) in _NAMESPACED_PATHS.items()]
+            for kind, (prefix, plural) in _NAMESPACED_PATHS.items()
+            if not (kind == "events" and ns is None)]
+        if ns is None:
+            shared += self._event_listers(snap, chosen)
         shared += self._node_jobs(snap, chosen)
         shared += self._configmap_jobs(snap, chosen)
         per_pod = [[self._log_reader(snap, *key) for key in self._log_streams(snap, pod)]
@@ -1064,6 +1069,37 @@ class LiveCollector:
                 snap.failures.append(ReadFailure(f"{kind} ({path})", exc.reason, kind,
                                                  (ns,) if ns is not None else ()))
         return run
+
+    def _event_listers(self, snap: Snapshot, pods: list[Obj]) -> list[Callable[[], None]]:
+        """-A: the events of each namespace with a triaged pod, not of the whole cluster
+        (a busy cluster's events are its largest list, nearly all about other pods);
+        one cluster-wide list past ``EVENT_NAMESPACES_MAX`` such namespaces."""
+        namespaces = sorted({str(meta(p).get("namespace")) for p in pods
+                             if meta(p).get("namespace")})
+        snap.objects["events"] = []
+        if len(namespaces) > EVENT_NAMESPACES_MAX:
+            return [self._lister(snap, "events", "/api/v1/events", None)]
+        parts: dict[str, list[Obj]] = {}
+        lock = threading.Lock()
+
+        def one(namespace: str) -> Callable[[], None]:
+            path = self._ns_path("/api/v1", "events", namespace)
+            wanted = _relevant("events", pods)
+
+            def run() -> None:
+                try:
+                    got = self.reader.list_items(path, keep=lambda items: [
+                        redact_object(o) for o in normalize_items("events", items, snap.notes)
+                        if wanted(o)])
+                except ReadError as exc:
+                    snap.failures.append(ReadFailure(f"events ({path})", exc.reason, "events",
+                                                     (namespace,)))
+                    return
+                with lock:  # in namespace order, whichever list comes in first
+                    parts[namespace] = got
+                    snap.objects["events"] = [e for n in sorted(parts) for e in parts[n]]
+            return run
+        return [one(n) for n in namespaces]
 
     def _node_jobs(self, snap: Snapshot, pods: list[Obj]) -> list[Callable[[], None]]:
         names = sorted({str(workload.pod_spec(p).get("nodeName")) for p in pods
