@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -110,6 +111,10 @@ class _Answers(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         _Answers.seen.append(self.path)
+        if self.mode == "slow-charts" and "query_range" in self.path:
+            time.sleep(4)  # past --request-timeout 2s: the charts time out
+            self.close_connection = True  # the client has gone: no answer
+            return
         if self.mode == "huge" and len(_Answers.seen) > 1:
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
@@ -124,7 +129,7 @@ class _Answers(BaseHTTPRequestHandler):
         query = parse_qs(urlsplit(self.path).query).get("query", [""])[0]
         labels = {"namespace": "llm", "pod": self.pod, "model_name": "Qwen/Qwen3-8B"}
         if query.startswith("histogram_quantile"):
-            value = "NaN"
+            value = "4.25" if self.mode == "slow-charts" else "NaN"
         elif "e2e_request_latency_seconds_count" in query and query.startswith("sum"):
             value = "17849"
         else:
@@ -178,3 +183,19 @@ def test_why_prometheus_oversized_answer_cuts_the_other_queries_short(
     assert len(failures) == 1 and "larger than 8 MiB" in failures[0]["reason"], failures
     assert "queries were not sent" in failures[0]["reason"]
     assert len(_Answers.seen) <= 1 + 4, len(_Answers.seen)  # the first, and those in flight
+
+
+def test_why_prometheus_answers_before_a_timeout_are_kept(tmp_path: Path) -> None:
+    """Before: once a query timed out, the answers already received (here every latency
+    number; the charts' range queries timed out) were dropped and the report fell back to
+    the one scrape, as if Prometheus had said nothing."""
+    with answers("slow-charts") as url, replay(NAME, tmp_path) as (_server, kubeconfig):
+        run = run_cli("scan", "--kubeconfig", str(kubeconfig), "-o", "json",
+                      "--prometheus", url, "--request-timeout", "2s", env=AT)
+    assert run.code in (0, 1), run.stderr
+    report = run.json()
+    step = _step5(report)
+    assert any("P99 4.25s" in e and "17849 requests" in e and "Prometheus, last 30m" in e
+               for e in step["evidence"]), step
+    failures = [u for u in report["unreadable"] if u["what"].startswith("Prometheus")]
+    assert len(failures) == 1 and "stopped answering" in failures[0]["what"], failures
