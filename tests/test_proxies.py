@@ -32,13 +32,19 @@ def test_why_https_proxy_is_not_applied_to_a_loopback_api_server(tmp_path: Path)
 
 
 def test_why_kubeconfig_proxy_url_wins_over_no_proxy(tmp_path: Path) -> None:
-    """Before: the kubeconfig's proxy-url was skipped when NO_PROXY matched the server."""
-    with replay("cuda-oom", tmp_path) as (_server, kc):
+    """Before: the kubeconfig's proxy-url was skipped when NO_PROXY matched the server.
+    The proxy sees the connection (exit 3 alone would also be a direct request failing)."""
+    with replay("cuda-oom", tmp_path) as (server, kc), http_proxy() as proxy:
         config = yaml.safe_load(kc.read_text())
-        config["clusters"][0]["cluster"]["proxy-url"] = DEAD_PROXY
+        config["clusters"][0]["cluster"]["proxy-url"] = proxy
         kc.write_text(yaml.safe_dump(config))
         run = run_cli("scan", "--kubeconfig", str(kc), "-o", "json", "--request-timeout", "5s",
                       env={"NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"})
+        direct = list(server.requests)
+    host = server.url.removeprefix("https://")
+    assert [h.get("connect") for h in _Proxy.seen] and \
+        all(h.get("connect") == host for h in _Proxy.seen), (_Proxy.seen, host)
+    assert direct == []  # nothing went around the proxy
     assert run.code == 3, (run.code, run.stderr)
     assert "Traceback" not in run.stderr
 
@@ -48,6 +54,13 @@ class _Proxy(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+    def do_CONNECT(self) -> None:  # an https server through the proxy: a tunnel asked for
+        _Proxy.seen.append({"connect": self.path,
+                            **{k.lower(): v for k, v in self.headers.items()}})
+        self.send_response(502)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
 
     def do_GET(self) -> None:
         _Proxy.seen.append({k.lower(): v for k, v in self.headers.items()})
