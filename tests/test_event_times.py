@@ -84,3 +84,21 @@ def test_why_events_in_the_future_are_flagged_as_clock_skew(tmp_path: Path) -> N
              if "Killing" in e]
     assert kills and "2999-01-01T00:00:00Z (in the future" in kills[0], kills
     assert "clock skew" in kills[0]
+
+
+def test_why_events_at_go_zero_time_have_no_time(tmp_path: Path) -> None:
+    """Before: 0001-01-01T00:00:00Z, Go's zero time (client-go's "never set"), was
+    printed as the time of the last kill."""
+    root = _probe_timing(tmp_path)
+
+    def zero(ev: dict[str, Any]) -> None:
+        ev["lastTimestamp"] = "0001-01-01T00:00:00Z"
+        ev["firstTimestamp"] = ev["eventTime"] = None
+        if ev["reason"] == "Unhealthy":  # and not even a creation time to fall back to
+            ev["metadata"].pop("creationTimestamp", None)
+    _edit(root, "events", zero)
+    report = _report(root)
+    evidence = _evidence(report, "probe-killed-during-load")
+    assert "0001-01-01" not in str(report), [e for e in evidence if "0001" in e]
+    kills = [e for e in evidence if "Killing" in e]
+    assert kills and "x9, last 2026-11-28T01:41:12Z" in kills[0], kills  # its creation

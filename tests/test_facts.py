@@ -33,6 +33,16 @@ PROBE = {"httpGet": {"path": "/health", "port": 8000}}
 ISVC_POD = {"metadata": {"labels": {"serving.kserve.io/inferenceservice": "qwen-chat"}}}
 
 
+# The example's container (vllm) listed as an init container of the pod.
+AS_INIT: dict[str, Any] = {"spec": {"initContainers": [{"name": "vllm", "image": "x"}]}}
+
+
+def init_status(status: dict[str, Any]) -> dict[str, Any]:
+    """A pod with an init container ``init`` in this status."""
+    return {"spec": {"initContainers": [{"name": "init", "image": "x"}]},
+            "status": {"initContainerStatuses": [{"name": "init", **status}]}}
+
+
 def isvc(predictor: dict[str, Any] | None = None,
          annotations: dict[str, str] | None = None) -> dict[str, list[dict[str, Any]]]:
     return {"inferenceservices": [{
@@ -114,7 +124,18 @@ CASES: dict[str, list[tuple[dict[str, Any], Any]]] = {
     "gpu_request": [({}, 1),
                     ({"container": {"resources": {"limits": {"nvidia.com/gpu": "4"}}}}, 4),
                     ({"container": {"resources": {"limits": {"nvidia.com/gpu": None},
-                                                  "requests": {"nvidia.com/gpu": None}}}}, 0)],
+                                                  "requests": {"nvidia.com/gpu": None}}}}, 0),
+                    # an init container runs before vLLM: what it asks for is not vLLM's
+                    ({"pod": AS_INIT}, None)],
+    "container_kind": [({}, "container"), ({"pod": AS_INIT}, "init container"),
+                       ({"pod": {"spec": {"initContainers": [
+                           {"name": "vllm", "image": "x", "restartPolicy": "Always"}]}}},
+                        "sidecar container")],
+    "init_containers_ran": [({}, False), ({"pod": init_status(
+        {"restartCount": 2, "state": {"waiting": {"reason": "CrashLoopBackOff"}}})}, True),
+        ({"pod": init_status({"state": {"terminated": {"exitCode": 0}}})}, True),
+        ({"pod": init_status({"restartCount": 0, "state": {
+            "waiting": {"reason": "PodInitializing"}}})}, False)],
     "tensor_parallel_size": [({}, 1), ({"container": {"args": ["serve", "m", "-tp", "2"]}}, 1),
                              ({"container": {"args": ["--tensor-parallel-size=4"]}}, 4)],
     "pipeline_parallel_size": [({}, 1),

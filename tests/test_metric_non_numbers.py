@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
-from tests.conftest import replay, run_cli
+from tests.conftest import FIXTURES, replay, run_cli
 from tests.fixturekit import copy_fixture
 from tests.test_prometheus import AT, NAME
 
@@ -49,6 +50,54 @@ def test_why_prometheus_nan_in_a_scrape_is_named(tmp_path: Path) -> None:
     assert any("vllm:e2e_request_latency_seconds (e2e_latency_count) is NaN" in e for e in step["evidence"]), step
 
 
+def test_why_prometheus_nan_in_the_inf_bucket_is_unknown_not_a_pass(tmp_path: Path) -> None:
+    """Before: a NaN +Inf bucket silently dropped the e2e quantiles (histogram_quantile
+    found no bucket over a NaN total) and step 5 passed on the other histograms."""
+    root = copy_fixture(tmp_path / "fx", HEALTHY)
+    for page in (root / "metrics").rglob("*.txt"):
+        page.write_text(re.sub(
+            r'^(vllm:e2e_request_latency_seconds_bucket\{[^}]*le="\+Inf"[^}]*\}) \S+$',
+            r"\1 NaN", page.read_text(), flags=re.M))
+    step = _step5(run_cli("analyze", str(root), "-o", "json").json())
+    assert step["verdict"] == "unknown", step
+    assert any('vllm:e2e_request_latency_seconds bucket le="+Inf" is NaN, so its quantiles '
+               "cannot be computed" in e for e in step["evidence"]), step
+
+
+def test_why_prometheus_duplicate_samples_are_malformed_not_summed(tmp_path: Path) -> None:
+    """Before: every e2e bucket line but +Inf twice (Prometheus rejects such a scrape as
+    duplicate samples) was summed as if from two engines: P99 4.98 s read as 2.21 s and
+    step 5 passed."""
+    root = copy_fixture(tmp_path / "fx", HEALTHY)
+    for page in (root / "metrics").rglob("*.txt"):
+        page.write_text("".join(
+            line * 2 if line.startswith("vllm:e2e_request_latency_seconds_bucket")
+            and 'le="+Inf"' not in line else line
+            for line in page.read_text().splitlines(keepends=True)))
+    step = _step5(run_cli("analyze", str(root), "-o", "json").json())
+    assert step["verdict"] == "unknown", step
+    assert not any("P99 2.21s" in e for e in step["evidence"]), step
+    assert any("vllm:e2e_request_latency_seconds has the sample "
+               'vllm:e2e_request_latency_seconds_bucket{engine="0",le="0.3",'
+               'model_name="Qwen/Qwen3-8B"} twice in one page (Prometheus rejects such a '
+               "scrape)" in e for e in step["evidence"]), step
+
+
+def test_prometheus_duplicate_counter_sample_is_named(tmp_path: Path) -> None:
+    """A counter's samples twice: the parser gives each line a family of its own, which
+    read as no counter at all; now the counter is unknown, named."""
+    from triage.metrics import parse_metrics
+
+    page = next((FIXTURES / HEALTHY / "metrics").rglob("*.txt")).read_text()
+    doubled = "".join(line * 2 if line.startswith("vllm:request_success_total") else line
+                      for line in page.splitlines(keepends=True))
+    assert "requests_finished" in parse_metrics(page).derived()
+    view = parse_metrics(doubled)
+    assert "requests_finished" not in view.derived()
+    assert "twice in one page" in view.problems()["requests_finished"]
+    assert parse_metrics(page).problems() == {}
+
+
 class _Answers(BaseHTTPRequestHandler):
     """A Prometheus whose latency quantiles are NaN (a histogram with no +Inf bucket)
     while 17,849 requests finished; or whose answers are too large (mode "huge")."""
@@ -62,6 +111,10 @@ class _Answers(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         _Answers.seen.append(self.path)
+        if self.mode == "slow-charts" and "query_range" in self.path:
+            time.sleep(4)  # past --request-timeout 2s: the charts time out
+            self.close_connection = True  # the client has gone: no answer
+            return
         if self.mode == "huge" and len(_Answers.seen) > 1:
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
@@ -76,7 +129,7 @@ class _Answers(BaseHTTPRequestHandler):
         query = parse_qs(urlsplit(self.path).query).get("query", [""])[0]
         labels = {"namespace": "llm", "pod": self.pod, "model_name": "Qwen/Qwen3-8B"}
         if query.startswith("histogram_quantile"):
-            value = "NaN"
+            value = "4.25" if self.mode == "slow-charts" else "NaN"
         elif "e2e_request_latency_seconds_count" in query and query.startswith("sum"):
             value = "17849"
         else:
@@ -130,3 +183,19 @@ def test_why_prometheus_oversized_answer_cuts_the_other_queries_short(
     assert len(failures) == 1 and "larger than 8 MiB" in failures[0]["reason"], failures
     assert "queries were not sent" in failures[0]["reason"]
     assert len(_Answers.seen) <= 1 + 4, len(_Answers.seen)  # the first, and those in flight
+
+
+def test_why_prometheus_answers_before_a_timeout_are_kept(tmp_path: Path) -> None:
+    """Before: once a query timed out, the answers already received (here every latency
+    number; the charts' range queries timed out) were dropped and the report fell back to
+    the one scrape, as if Prometheus had said nothing."""
+    with answers("slow-charts") as url, replay(NAME, tmp_path) as (_server, kubeconfig):
+        run = run_cli("scan", "--kubeconfig", str(kubeconfig), "-o", "json",
+                      "--prometheus", url, "--request-timeout", "2s", env=AT)
+    assert run.code in (0, 1), run.stderr
+    report = run.json()
+    step = _step5(report)
+    assert any("P99 4.25s" in e and "17849 requests" in e and "Prometheus, last 30m" in e
+               for e in step["evidence"]), step
+    failures = [u for u in report["unreadable"] if u["what"].startswith("Prometheus")]
+    assert len(failures) == 1 and "stopped answering" in failures[0]["what"], failures

@@ -21,8 +21,10 @@ from typing import Annotated
 import typer
 
 from triage import __version__
-from triage.commands import analyze, collect, completion, lint, patterns, scan, watch
+from triage.commands import analyze, collect, completion, lint, params, patterns, scan, watch
 from triage.commands.common import EXIT_OK, Terminated, install_signal_handlers, write_atomically
+
+params.install()  # no pydantic to coerce --output json (triage/commands/params.py)
 
 __all__ = ["Terminated", "app", "kubectl_complete", "main", "write_atomically"]
 

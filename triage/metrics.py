@@ -231,15 +231,26 @@ class MetricsView:
         out.update({f"{name}_max": value for name, value in self.gauges.items()})
         out.update(self.counters)
         for name, h in self.histograms.items():
-            if h.buckets and math.inf not in h.buckets and h.observed > 0:
+            why = None
+            bad = next(((le, v) for le, v in h.buckets.items()
+                        if math.isnan(le) or not math.isfinite(v)), None)
+            if bad is not None:
+                # histogram_quantile over a NaN count silently finds no bucket: never read
+                # as "no quantile", which the steps would take for no requests.
+                le, count = bad
+                why = (f"{self.exposed.get(name, name)} has a bucket with no number for its "
+                       "bound (le)" if math.isnan(le) else
+                       f"{self.exposed.get(name, name)} bucket le=\"{_bound(le)}\" is "
+                       f"{_non_number(count)}") + ", so its quantiles cannot be computed"
+            elif h.buckets and math.inf not in h.buckets and h.observed > 0:
                 why = (f"{self.exposed.get(name, name)} has no +Inf bucket (le=\"+Inf\"), so its "
                        f"quantiles cannot be computed ({h.observed:,.0f} observations)")
-                for label in ("p50", "p90", "p99"):
-                    self._problems.setdefault(f"{name}_{label}", why)
             for label, q in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99)):
-                v = h.quantile(q)
+                v = h.quantile(q) if bad is None else None
                 if v is not None:
                     out[f"{name}_{label}"] = v
+                elif why:
+                    self._problems.setdefault(f"{name}_{label}", why)
             out[f"{name}_count"] = h.count
             if h.mean is not None:
                 out[f"{name}_mean"] = h.mean
@@ -263,6 +274,37 @@ def _non_number(value: float) -> str:
     return "NaN" if math.isnan(value) else "+Inf" if value > 0 else "-Inf"
 
 
+def _bound(le: float) -> str:
+    return "+Inf" if le == math.inf else f"{le:g}"
+
+
+def _sample_text(name: str, labels: Mapping[str, str]) -> str:
+    inner = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+    return f"{name}{{{inner}}}" if inner else name
+
+
+def _of_sample(name: str) -> str | None:
+    """The logical gauge, counter or histogram a sample belongs to."""
+    for suffix in ("", "_total", "_created", "_bucket", "_sum", "_count"):
+        if suffix and not name.endswith(suffix):
+            continue
+        base = name.removesuffix(suffix) if suffix else name
+        found = _logical(base, GAUGES) or _logical(base, COUNTERS) or \
+            _logical(base, HISTOGRAMS)
+        if found:
+            return found
+    return None
+
+
+def _derived_names(logical: str) -> list[str]:
+    """The METRICS names one logical gauge, counter or histogram gives."""
+    if logical in HISTOGRAMS:
+        return [f"{logical}_{s}" for s in ("p50", "p90", "p99", "count", "mean")]
+    if logical in GAUGES:
+        return [logical, f"{logical}_max"]
+    return [logical]
+
+
 def _logical(name: str, table: Mapping[str, tuple[str, ...]]) -> str | None:
     for logical, names in table.items():
         if name in names:
@@ -281,9 +323,17 @@ def parse_metrics(text: str) -> MetricsView:
     except (ValueError, TypeError, IndexError) as exc:
         view.error = f"malformed Prometheus text: {exc}"
         return view
+    seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+    twice: dict[str, str] = {}  # logical name -> a sample that came twice
     for fam in families:
         if not fam.name.startswith("vllm:"):
             continue
+        for sample in fam.samples:
+            key = (sample.name, tuple(sorted(sample.labels.items())))
+            logical = _of_sample(sample.name)
+            if key in seen and logical is not None:
+                twice.setdefault(logical, _sample_text(sample.name, sample.labels))
+            seen.add(key)
         if fam.name == "vllm:cache_config_info":
             for sample in fam.samples:
                 view.cache_config.update({k: str(v) for k, v in sample.labels.items()})
@@ -292,7 +342,10 @@ def parse_metrics(text: str) -> MetricsView:
             if "model_name" in sample.labels:
                 models.add(sample.labels["model_name"])
         gauge = _logical(fam.name, GAUGES)
-        counter = _logical(fam.name, COUNTERS)
+        # A counter's samples end in _total; a page the parser could not group (a sample
+        # repeated) gives each its own family, named so.
+        counter = _logical(fam.name, COUNTERS) or _logical(fam.name.removesuffix("_total"),
+                                                           COUNTERS)
         hist = _logical(fam.name, HISTOGRAMS)
         if gauge and (gauge not in view.exposed or view.exposed[gauge] == fam.name):
             view.exposed[gauge] = fam.name
@@ -309,11 +362,25 @@ def parse_metrics(text: str) -> MetricsView:
             h = view.histograms.setdefault(hist, Histogram())
             for s in fam.samples:
                 if s.name.endswith("_bucket"):
-                    le = float(s.labels.get("le", "nan"))
+                    try:
+                        le = float(s.labels.get("le", "nan"))
+                    except ValueError:
+                        le = math.nan
                     h.buckets[le] = h.buckets.get(le, 0.0) + s.value
                 elif s.name.endswith("_sum"):
                     h.total += s.value
                 elif s.name.endswith("_count"):
                     h.count += s.value
+    # The same series twice in one page: Prometheus rejects such a scrape ("duplicate
+    # sample"); summed as if they were two engines they moved a P99 from 4.98 s to 2.21 s.
+    # That metric is unknown, named, never read.
+    for logical, repeated in twice.items():
+        view.gauges.pop(logical, None)
+        view.counters.pop(logical, None)
+        view.histograms.pop(logical, None)
+        for name in _derived_names(logical):
+            view._problems[name] = (f"{view.exposed.get(logical, logical)} has the sample "
+                                    f"{repeated} twice in one page (Prometheus rejects such a "
+                                    "scrape), so it is not read")
     view.models = sorted(models)
     return view

@@ -27,9 +27,12 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from typing import Any
 
 import regex
+
+from triage.lazyregex import LazyRegex
 
 MASK = "[REDACTED]"
 # Written into a bundle's manifest: a bundle redacted with these rules is not
@@ -39,10 +42,10 @@ REDACTION_VERSION = "vllm-triage/redact/v2"
 UNCHECKED = "[REDACTED: line not checked for credentials in time]"
 LINE_TIMEOUT_S = 0.5
 
-_SECRET_NAME = regex.compile(
+_SECRET_NAME = LazyRegex(
     r"(?i)(token(?![a-z])|secret|passw(or)?d|passwd|api[_-]?key|access[_-]?key|private[_-]?key|"
     r"credential|auth(?!or)|session[_-]?key|signature|cookie|(?<![a-z])dsn(?![a-z])|pgpass|"
-    r"(?<![a-z])pass(?![a-z])|(?<![a-z])pwd(?![a-z])|(?<![a-z])key(?![a-z])|encryption)")
+    r"(?<![a-z])pass(?![a-z])|(?<![a-z])pwd(?![a-z])|(?<![a-z])key(?![a-z])|encryption)", 0)
 
 # Words that make a key, flag or variable name a secret's name in text.
 _KEY_QUALIFIERS = (r"(?:api|access|secret|private|encryption|signing|openai|subscription|master|"
@@ -52,7 +55,7 @@ _SECRET_WORDS = (r"(?:token(?![a-z])|secret|passw(?:or)?d|pgpass|(?<![a-z])pass(
                  r"(?<![a-z])pwd(?![a-z])|" + _KEY_QUALIFIERS + r"[_-]?key(?![a-z])|"
                  r"(?<![a-z])dsn(?![a-z])|credentials?)")
 
-_SECRET_FLAG = regex.compile(r"(?i)--?[\w-]{0,60}" + _SECRET_WORDS + r"[\w-]{0,40}")
+_SECRET_FLAG = LazyRegex(r"(?i)--?[\w-]{0,60}" + _SECRET_WORDS + r"[\w-]{0,40}", 0)
 
 # Spaces around "=" or ":" are bounded: "password:" and 150,000 spaces must
 # cost what any other line of that length costs (it used to be quadratic).
@@ -60,69 +63,121 @@ _SP = r"[ \t]{0,16}+"
 # A quote, maybe escaped (a JSON document inside a JSON string: \"password\": \"...\").
 _Q = r"(?:\\{0,3}[\"'])?+"
 
-# (pattern, replacement). Group 1, where present, is kept: it is the label
-# ("Authorization: Bearer ", "password=") that tells a reader what was there.
-_RULES: list[tuple[Any, str]] = [
+def _lazy(pattern: str) -> LazyRegex:
+    return LazyRegex(pattern, 0)  # as regex.compile(pattern), on first use
+
+
+def _has(*literals: str) -> Callable[[str], bool]:
+    return lambda low: any(literal in low for literal in literals)
+
+
+# Every name _SECRET_WORDS matches holds one of these.
+_SECRET_IN = _has("token", "secret", "pass", "pwd", "key", "dsn", "credential")
+
+
+def _query(low: str) -> bool:
+    return "=" in low and ("?" in low or "&" in low or ";" in low)
+
+
+def _always(_low: str) -> bool:
+    return True
+
+
+# (what the lower-cased text must hold for the rule to match at all, pattern,
+# replacement). Group 1, where present, is kept: it is the label ("Authorization:
+# Bearer ", "password=") that tells a reader what was there. A rule whose literal is
+# not in a text is neither compiled nor run on it (most of them, for most texts).
+_GATED_RULES: list[tuple[Callable[[str], bool], Any, str]] = [
     # A command-line flag that names a secret, then its value: --api-key VALUE,
     # --hf-token 'VALUE' (--api-key=VALUE is the KEY=value rule below).
-    (regex.compile(r"(?i)((?<![\w-])--?(?=[a-z0-9])[\w-]{0,60}?" + _SECRET_WORDS
-                   + r"[\w-]{0,40}+[ \t]{1,16}+)([\"']?)(?!-)(?!\[REDACTED\])[^\s\"']++\2"),
+    (_SECRET_IN, _lazy(r"(?i)((?<![\w-])--?(?=[a-z0-9])[\w-]{0,60}?" + _SECRET_WORDS
+                       + r"[\w-]{0,40}+[ \t]{1,16}+)([\"']?)(?!-)(?!\[REDACTED\])[^\s\"']++\2"),
      r"\1\2" + MASK + r"\2"),
     # 'api_key': ['v1', 'v2'] -- vLLM prints list-valued args this way.
-    (regex.compile(r"(?i)(" + _SECRET_WORDS + r"[\w.-]{0,60}+" + _Q + _SP + r"[=:]" + _SP
-                   + r")\[(?!\s{0,16}+\]|REDACTED\]|'\[REDACTED\]'\])[^\]\r\n]{0,512}+\]"),
+    (_SECRET_IN, _lazy(r"(?i)(" + _SECRET_WORDS + r"[\w.-]{0,60}+" + _Q + _SP + r"[=:]" + _SP
+                       + r")\[(?!\s{0,16}+\]|REDACTED\]|'\[REDACTED\]'\])[^\]\r\n]{0,512}+\]"),
      r"\1['" + MASK + "']"),
     # An env list written as JSON inside a string (an annotation, a ConfigMap):
     # {"name": "DB_PASSWORD", "value": "..."}, escaped or not.
-    (regex.compile(r"(?i)(" + _Q + r"name" + _Q + _SP + r":" + _SP + _Q
-                   + r"[\w.-]{0,60}?" + _SECRET_WORDS + r"[\w.-]{0,60}+" + _Q + _SP + r"," + _SP
-                   + _Q + r"value" + _Q + _SP + r":" + _SP + _Q + r")"
-                   r"(?!\[REDACTED\])[^\"'\\\r\n]{1,4096}+"), r"\1" + MASK),
+    (_SECRET_IN, _lazy(r"(?i)(" + _Q + r"name" + _Q + _SP + r":" + _SP + _Q
+                       + r"[\w.-]{0,60}?" + _SECRET_WORDS + r"[\w.-]{0,60}+" + _Q + _SP + r","
+                       + _SP + _Q + r"value" + _Q + _SP + r":" + _SP + _Q + r")"
+                       r"(?!\[REDACTED\])[^\"'\\\r\n]{1,4096}+"), r"\1" + MASK),
     # Tokens with a recognisable shape. Each starts only where its run of
     # characters starts, so "sk-sk-sk-..." is one attempt, not one per "sk-".
-    (regex.compile(r"(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{20,}+"), MASK),  # Hugging Face
-    (regex.compile(r"(?<![A-Za-z0-9_])api_org_[A-Za-z0-9]{20,}+"), MASK),
-    (regex.compile(r"(?i)(\bauthorization" + _Q + _SP + r"[:=]" + _SP + r"[\"']?+"
-                   r"(?:(?:bearer|basic|token|negotiate|digest)[ \t]{1,16}+)?+)"
-                   r"(?!\[REDACTED\])[^\s\"',}]++"), r"\1" + MASK),
-    (regex.compile(r"(?i)(\bbearer[ \t]{1,16}+)(?!\[REDACTED\])[A-Za-z0-9._~+/=-]{8,}+"),
+    (_has("hf_"), _lazy(r"(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{20,}+"), MASK),  # Hugging Face
+    (_has("api_org_"), _lazy(r"(?<![A-Za-z0-9_])api_org_[A-Za-z0-9]{20,}+"), MASK),
+    (_has("authorization"),
+     _lazy(r"(?i)(\bauthorization" + _Q + _SP + r"[:=]" + _SP + r"[\"']?+"
+           r"(?:(?:bearer|basic|token|negotiate|digest)[ \t]{1,16}+)?+)"
+           r"(?!\[REDACTED\])[^\s\"',}]++"), r"\1" + MASK),
+    (_has("bearer"),
+     _lazy(r"(?i)(\bbearer[ \t]{1,16}+)(?!\[REDACTED\])[A-Za-z0-9._~+/=-]{8,}+"),
      r"\1" + MASK),
     # user:password@ in a URL; matching from "://" keeps this linear.
-    (regex.compile(r"(://[^/\s:@]{1,256}+:)(?!\[REDACTED\])[^@\s/]{1,1024}+(@)"),
+    (_has("://"), _lazy(r"(://[^/\s:@]{1,256}+:)(?!\[REDACTED\])[^@\s/]{1,1024}+(@)"),
      r"\1" + MASK + r"\2"),
     # A long user name alone is a key (Sentry DSNs, git https://TOKEN@host).
-    (regex.compile(r"(://)[A-Za-z0-9_.~+-]{16,256}+(@)"), r"\1" + MASK + r"\2"),
-    (regex.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])"), MASK),  # AWS
-    (regex.compile(r"(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}(?![A-Za-z0-9_-])"), MASK),  # Google
-    (regex.compile(r"(?<![A-Za-z0-9_])gh[pousr]_[A-Za-z0-9]{30,}+"), MASK),  # GitHub
-    (regex.compile(r"(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{40,}+"), MASK),
-    (regex.compile(r"(?<![A-Za-z0-9_-])sk-(?:proj-|ant-)?+[A-Za-z0-9_-]{20,}+"), MASK),  # OpenAI
-    (regex.compile(r"(?<![A-Za-z0-9_-])xox[abposr]-[A-Za-z0-9-]{10,}+"), MASK),  # Slack
-    (regex.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+"
-                   r"\.[A-Za-z0-9_-]{8,}+"), MASK),  # JWT
+    (_has("://"), _lazy(r"(://)[A-Za-z0-9_.~+-]{16,256}+(@)"), r"\1" + MASK + r"\2"),
+    (_has("akia", "asia"),  # AWS
+     _lazy(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])"), MASK),
+    (_has("aiza"),  # Google
+     _lazy(r"(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}(?![A-Za-z0-9_-])"), MASK),
+    (_has("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),  # GitHub
+     _lazy(r"(?<![A-Za-z0-9_])gh[pousr]_[A-Za-z0-9]{30,}+"), MASK),
+    (_has("github_pat_"), _lazy(r"(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{40,}+"), MASK),
+    (_has("sk-"),  # OpenAI
+     _lazy(r"(?<![A-Za-z0-9_-])sk-(?:proj-|ant-)?+[A-Za-z0-9_-]{20,}+"), MASK),
+    (_has("xox"), _lazy(r"(?<![A-Za-z0-9_-])xox[abposr]-[A-Za-z0-9-]{10,}+"), MASK),  # Slack
+    (_has("eyj"),  # JWT
+     _lazy(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+"
+           r"\.[A-Za-z0-9_-]{8,}+"), MASK),
     # Azure storage / service bus connection strings: AccountKey=...;
-    (regex.compile(r"(?i)(\b(?:AccountKey|SharedAccessKey|SharedAccessSignature)" + _SP + r"="
-                   + _SP + r")(?!\[REDACTED\])[^;\s\"']++"), r"\1" + MASK),
+    (_has("accountkey", "sharedaccess"),
+     _lazy(r"(?i)(\b(?:AccountKey|SharedAccessKey|SharedAccessSignature)" + _SP + r"="
+           + _SP + r")(?!\[REDACTED\])[^;\s\"']++"), r"\1" + MASK),
     # Signed URLs and tokens in query strings (S3/GCS presigned, Azure SAS, OAuth).
-    (regex.compile(r"(?i)([?&;](?:sig|signature|x-amz-signature|x-amz-security-token|"
+    (_query, _lazy(r"(?i)([?&;](?:sig|signature|x-amz-signature|x-amz-security-token|"
                    r"x-amz-credential|x-goog-signature|x-goog-credential|client_secret|"
                    r"access_token|refresh_token|id_token|token|api[_-]?key|apikey|key|code|"
                    r"password|pwd|secret|subscription-key)=)(?!\[REDACTED\])[^&#\s\"']++"),
      r"\1" + MASK),
     # Cookie headers carry sessions.
-    (regex.compile(r"(?i)(\b(?:set-)?cookie" + _Q + _SP + r":" + _SP + r"[\"']?+)"
-                   r"(?!\[REDACTED\])[^\r\n\"']++"), r"\1" + MASK),
+    (_has("cookie"), _lazy(r"(?i)(\b(?:set-)?cookie" + _Q + _SP + r":" + _SP + r"[\"']?+)"
+                           r"(?!\[REDACTED\])[^\r\n\"']++"), r"\1" + MASK),
     # A log line cut for length is cut inside a word on each side of the cut, which may be
     # half of a token the rules above no longer recognise.
-    (regex.compile(r"(?<!\S)\S{1,4096}+(?= \[\.\.\. [\d,]{1,20}+ more (?:characters|bytes) "
-                   r"cut\])"), MASK),
-    (regex.compile(r"(?<=\[\.\.\. [\d,]{1,20}+ more (?:characters|bytes) cut\] )\S{1,4096}+"),
+    (_has(" cut]"),
+     _lazy(r"(?<!\S)\S{1,4096}+(?= \[\.\.\. [\d,]{1,20}+ more (?:characters|bytes) cut\])"),
      MASK),
+    (_has(" cut]"),
+     _lazy(r"(?<=\[\.\.\. [\d,]{1,20}+ more (?:characters|bytes) cut\] )\S{1,4096}+"), MASK),
     # KEY=value / "key": "value" / Header-Key: value where the name says secret.
-    (regex.compile(r"(?i)(" + _SECRET_WORDS + r"[\w.-]{0,60}+" + _Q + _SP + r"[=:]" + _SP + _Q
-                   + r")(?!(?:\[REDACTED\]|None|null|nil|true|false|\*+)(?![^\s\"',}\\]))"
-                   r"[^\s\"',}\\]{4,}+"), r"\1" + MASK),
+    (_SECRET_IN, _lazy(r"(?i)(" + _SECRET_WORDS + r"[\w.-]{0,60}+" + _Q + _SP + r"[=:]" + _SP
+                       + _Q + r")(?!(?:\[REDACTED\]|None|null|nil|true|false|\*+)"
+                       r"(?![^\s\"',}\\]))[^\s\"',}\\]{4,}+"), r"\1" + MASK),
 ]
+_RULES: list[tuple[Any, str]] = [(rx, repl) for _, rx, repl in _GATED_RULES]
+_NEEDS: dict[int, Callable[[str], bool]] = {id(rx): need for need, rx, _ in _GATED_RULES}
+
+
+def _rules_for(text: str) -> list[tuple[Any, str]]:
+    """The rules that can match somewhere in ``text``, in their order (a rule that is
+    not in _GATED_RULES, a test's, always runs)."""
+    low = _lower(text)
+    return [(rx, repl) for rx, repl in _RULES if _NEEDS.get(id(rx), _always)(low)]
+
+
+def _lower(text: str) -> str:
+    """``text`` lower-cased for the literal checks: what a (?i) rule matches as an ASCII
+    letter is that letter here (U+017F, the long s, matches "s" and str.lower keeps it;
+    the Kelvin sign and U+0130 lower to "k" and "i" already)."""
+    low = text.lower()
+    return low.replace(_LONG_S, "s") if _LONG_S in low else low
+
+
+_LONG_S = "\u017f"
+
 
 # Rules that span lines, run over the whole text when their literal is in it.
 _TEXT_RULES: list[tuple[str, Any, str]] = [
@@ -224,7 +279,7 @@ def _base64_run(m: re.Match[str]) -> str:
 
 
 def _line(line: str, deadline: float) -> str:
-    for rx, repl in _RULES:
+    for rx, repl in _rules_for(line):
         left = deadline - time.monotonic()
         if left <= 0:
             return UNCHECKED
@@ -239,7 +294,7 @@ def _segment(segment: str, timeout: float) -> str:
     try:
         budget = timeout + len(segment) / 20e6  # generous: the rules run at >100 MB/s
         deadline = time.monotonic() + budget
-        for rx, repl in _RULES:
+        for rx, repl in _rules_for(segment):
             segment = rx.sub(repl, segment, timeout=max(0.001, deadline - time.monotonic()))
         return segment
     except TimeoutError:
@@ -255,14 +310,14 @@ def redact_text(text: str, timeout: float = LINE_TIMEOUT_S) -> str:
         return text
     text = _key_blocks(text)
     text = _BASE64_RUN.sub(_base64_run, text)
-    lower = text.lower()
+    lower = _lower(text)
     for literal, rx, repl in _TEXT_RULES:
         if literal in lower:
             try:
                 text = rx.sub(repl, text, timeout=timeout + len(text) / 50e6)
             except TimeoutError:
                 return UNCHECKED
-            lower = text.lower()
+            lower = _lower(text)
     hit = _TRIGGER.search(lower)
     if hit is None:
         return text

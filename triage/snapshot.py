@@ -251,10 +251,10 @@ def event_times(ev: Obj) -> EventTimes:
     series: Obj = raw_series if isinstance(raw_series, dict) else {}
     first = next((str(v) for v in (ev.get("firstTimestamp"), ev.get("deprecatedFirstTimestamp"),
                                    ev.get("eventTime"), meta(ev).get("creationTimestamp"))
-                  if isinstance(v, str) and v), None)
+                  if isinstance(v, str) and v and not _zero_time(v)), None)
     lasts = [str(v) for v in (ev.get("lastTimestamp"), ev.get("deprecatedLastTimestamp"),
                               series.get("lastObservedTime"), ev.get("eventTime"))
-             if isinstance(v, str) and v and parse_rfc3339(v) is not None]
+             if isinstance(v, str) and v and not _zero_time(v) and parse_rfc3339(v) is not None]
     last = max(lasts, key=lambda v: parse_rfc3339(v) or datetime.min.replace(
         tzinfo=timezone.utc)) if lasts else first
     count = 1
@@ -262,6 +262,13 @@ def event_times(ev: Obj) -> EventTimes:
         if isinstance(raw, (int, str)) and str(raw).isdigit():
             count = max(count, int(raw))
     return EventTimes(first, last, count)
+
+
+def _zero_time(stamp: str) -> bool:
+    """Go's zero time (``0001-01-01T00:00:00Z``): what client-go writes for a time that
+    was never set. No time, not the year 1."""
+    when = parse_rfc3339(stamp)
+    return when is not None and when.year <= 1
 
 
 def meta(obj: Obj) -> Obj:

@@ -131,7 +131,7 @@ def _latency_line(pod: PodDiagnosis, ctx: ContainerContext) -> str:
         p50, p99 = d.get(f"{name}_p50"), d.get(f"{name}_p99")
         if p50 is not None and p99 is not None:
             parts.append(f"{what} P50 {p50:.3g}s P99 {p99:.3g}s")
-    count = d.get("e2e_latency_count", 0)
+    count = d.get("e2e_latency_count")  # absent when the histogram could not be read
     if ctx.window is not None and ctx.telemetry is not None:
         models = sorted(m for m in ctx.telemetry.by_model if m)
     else:
@@ -143,8 +143,8 @@ def _latency_line(pod: PodDiagnosis, ctx: ContainerContext) -> str:
         return f"{label(pod)}:{model} no finished requests in the histograms {span} ({source})"
     rate = d.get("requests_per_s")
     pace = f", {rate:.3g} requests/s" if rate is not None else ""
-    return (f"{label(pod)}:{model} {'; '.join(parts)} over {count:.0f} requests{pace} "
-            f"({source})")
+    over = f" over {count:.0f} requests" if count is not None else ""
+    return f"{label(pod)}:{model} {'; '.join(parts)}{over}{pace} ({source})"
 
 
 def _recent_queue(ctx: ContainerContext) -> list[str]:

@@ -21,6 +21,7 @@ the tool, in the report.
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import io
 import json
@@ -33,12 +34,12 @@ import zlib
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, BinaryIO
 
 import yaml
 
 from triage import __version__, linetime, selection
-from triage.collect import InputError
+from triage.collect import InputError, outfile
 from triage.collect.logtail import keep_end
 from triage.collect.shape import normalize_items
 from triage.logs import LogSource, decode
@@ -52,6 +53,10 @@ from triage.snapshot import (
     Snapshot,
     meta,
 )
+
+# libyaml's safe loader where PyYAML has it (a fixture's YAML objects parse several times
+# faster); the pure-Python SafeLoader otherwise. Both build plain data, no objects.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 BUNDLE_SCHEMA = "vllm-triage/bundle/v1"
 _SUPPORTED_SCHEMAS = {BUNDLE_SCHEMA}
@@ -328,7 +333,7 @@ def _read_structured(source: _Source, rel: str, budget: list[int]) -> Any:
         raise InputError(f"{source.name(rel)}: {entry.problem}")
     text = entry.data.decode("utf-8", errors="replace")
     try:
-        data = json.loads(text) if rel.endswith(".json") else yaml.safe_load(text)
+        data = json.loads(text) if rel.endswith(".json") else yaml.load(text, Loader=_YAML_LOADER)
     except (ValueError, yaml.YAMLError, RecursionError) as exc:
         detail = "nested too deeply" if isinstance(exc, RecursionError) else \
             " ".join(str(exc).split())[:200]
@@ -605,17 +610,32 @@ def write(snapshot: Snapshot, out: Path) -> None:
         members.append(("prometheus.json", json.dumps(
             _prometheus_document(snapshot.prometheus), indent=1).encode()))
     top = PurePosixPath("vllm-triage-bundle")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    # Write next to the target and rename: a failed collect leaves no half bundle.
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
-    try:
-        with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz") as tar:
+
+    def archive(raw: BinaryIO) -> None:
+        with tarfile.open(fileobj=raw, mode="w:gz") as tar:
             for name, data in members:
                 info = tarfile.TarInfo(str(top / name))
                 info.size = len(data)
                 info.mode = 0o644
                 info.mtime = 0
                 tar.addfile(info, io.BytesIO(data))
+
+    # As --output-file of a report (triage/collect/outfile.py): a stream of this process
+    # (-, /dev/stdout, /dev/fd/N) is written through; a device, a pipe or a link to one is
+    # refused, never replaced.
+    target = outfile.classify(out)
+    if target.refused:
+        raise OSError(errno.EPERM, f"{target.refused}; not replaced")
+    if target.fd is not None:
+        with outfile.open_stream(target.fd) as raw:
+            archive(raw)
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # Write next to the target and rename: a failed collect leaves no half bundle.
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+    try:
+        with os.fdopen(fd, "wb") as raw:
+            archive(raw)
         os.chmod(tmp_name, 0o600)  # evidence from a cluster: readable by its owner only
         os.replace(tmp_name, out)
     except BaseException:  # SIGTERM and Ctrl-C too (the CLI turns them into exceptions)

@@ -72,6 +72,8 @@ _OPTIONAL_KINDS = {"inferenceservices"}
 
 # kubectl's --chunk-size: the page size a real API server is used to being asked for.
 PAGE_SIZE = 500
+# -A lists events per namespace with a triaged pod, up to this many namespaces.
+EVENT_NAMESPACES_MAX = 32
 
 _IN_CLUSTER_NS = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
@@ -135,6 +137,7 @@ class _ClientLog(logging.Handler):
         super().__init__(logging.WARNING)
         self.say = say
         self.seen: list[str] = []
+        self.exec_reported = False
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
@@ -144,6 +147,8 @@ class _ClientLog(logging.Handler):
         if text in self.seen:
             return
         self.seen.append(text)
+        if self.exec_reported and text.startswith("exec:"):
+            return  # a token refresh that failed: _BoundedRefresh says it as the error
         if not _connecting.is_set():
             self.say(f"vllm-triage: warning: kubernetes client: {text}")
 
@@ -179,6 +184,7 @@ def connect(kubeconfig: str | None, context: str | None, timeout: float,
     path = kubeconfig or env_config or os.path.expanduser("~/.kube/config")
     source = "--kubeconfig" if kubeconfig else "$KUBECONFIG" if env_config else "default"
     log = _capture_client_log(say)
+    command = ""  # the kubeconfig's exec credential plugin, if it has one
     _connecting.set()
     try:
         if in_cluster:
@@ -202,9 +208,10 @@ def connect(kubeconfig: str | None, context: str | None, timeout: float,
                 raise InputError(f"kubeconfig {path} has no current context; pass --context")
             ctx_name = chosen.get("name")
             namespace = (chosen.get("context") or {}).get("namespace") or namespace
+            command = _exec_command(path, chosen)
             _bounded(lambda: k8s_config.load_kube_config(
                 config_file=path, context=ctx_name, client_configuration=cfg,
-                persist_config=False), timeout, ctx_name, _exec_command(path, chosen))
+                persist_config=False), timeout, ctx_name, command)
     except (InputError, ClusterUnreachable):
         raise
     except Exception as exc:  # yaml errors and anything the loader raises on bad input
@@ -222,6 +229,9 @@ def connect(kubeconfig: str | None, context: str | None, timeout: float,
     for note in log.seen:
         say(f"vllm-triage: warning: kubernetes client: {note}")
     _choose_proxy(cfg, say)
+    if command and cfg.refresh_api_key_hook is not None:
+        cfg.refresh_api_key_hook = _BoundedRefresh(cfg.refresh_api_key_hook, timeout,
+                                                   ctx_name, command, log)
     cfg.retries = False  # a dead API server must fail fast, not retry for minutes
     cfg.connection_pool_maxsize = 16
     if not cfg.verify_ssl:
@@ -299,9 +309,7 @@ def _bounded(load: Callable[[], None], timeout: float, context: str | None,
     worker.start()
     worker.join(timeout)
     if worker.is_alive():
-        for pid in _children() - before:  # the plugin this load started, and nothing else
-            with suppress(OSError):
-                os.kill(pid, signal.SIGTERM)
+        _stop(_children() - before)  # the plugin this load started, and nothing else
         raise ClusterUnreachable(
             f"the exec credential plugin of context {context!r}"
             + (f" ({command})" if command else "")
@@ -310,10 +318,138 @@ def _bounded(load: Callable[[], None], timeout: float, context: str | None,
         raise failure[0]
 
 
-def _children() -> set[int]:
-    """This process's child processes (Linux /proc; empty elsewhere)."""
+class _BoundedRefresh:
+    """The client's token refresh hook, bounded as the kubeconfig's load is (``_bounded``).
+
+    The kubernetes client calls it before every request (``auth_settings``); once the exec
+    plugin's token is within five minutes of its expiry it runs the plugin again, in the
+    requesting thread, with no time limit: a plugin that hangs then (an expired refresh
+    token, a login prompt) hung the scan, and every pool thread ran a plugin of its own.
+    Here one refresh runs at a time (the requests waiting for it take its token), within
+    --request-timeout; a plugin that does not return is stopped with its children, and
+    it and a plugin that fails are named in a ClusterUnreachable (exit 3), raised to every
+    request that was waiting for that refresh. The client's hook writes into a scratch
+    object, of which only the token is taken: it would also reset the proxy chosen here
+    and reinstall itself in place of this one.
+    """
+
+    def __init__(self, hook: Callable[[Any], None], timeout: float, context: str | None,
+                 command: str, log: _ClientLog) -> None:
+        self.hook = hook
+        self.timeout = timeout
+        self.context = context
+        self.command = command
+        self.log = log
+        log.exec_reported = True  # this says it as the error it is, once
+        self.lock = threading.Lock()
+        self.failure: tuple[float, str] | None = None  # when, and what
+
+    def __call__(self, cfg: Any) -> None:
+        asked = time.monotonic()
+        with self.lock:
+            if self.failure is not None and self.failure[0] >= asked:
+                raise ClusterUnreachable(self.failure[1])
+            scratch = _Scratch()
+            if not self._due():
+                self.hook(scratch)  # nothing to run: the token as it is
+            else:
+                problem = self._refresh(scratch)
+                if problem:
+                    self.failure = (time.monotonic(), problem)
+                    raise ClusterUnreachable(problem)
+            token = scratch.api_key.get("BearerToken")
+            if token:
+                cfg.api_key["BearerToken"] = token
+
+    def _due(self) -> bool:
+        """Whether the client's hook would run the plugin now (its loader's token is
+        within the client's skew of expiring); True when that cannot be told."""
+        try:
+            cells = [c.cell_contents for c in getattr(self.hook, "__closure__", None) or ()]
+            loader = next(c for c in cells if hasattr(c, "_load_authentication"))
+            expiry = vars(loader).get("expiry")
+            if expiry is None:
+                return False  # a token without an expiry is never refreshed
+            from kubernetes.config.kube_config import _is_expired
+
+            return bool(_is_expired(expiry))
+        except Exception:
+            return True
+
+    def _refresh(self, scratch: _Scratch) -> str | None:
+        """Run the client's hook (the plugin) within the timeout; what went wrong, or None."""
+        name = f"the exec credential plugin of context {self.context!r}" + (
+            f" ({self.command})" if self.command else "")
+        failure: list[BaseException] = []
+        seen = len(self.log.seen)
+
+        def run() -> None:
+            try:
+                self.hook(scratch)
+            except BaseException as exc:  # handed to the waiting thread
+                failure.append(exc)
+        worker = threading.Thread(target=run, name="token-refresh", daemon=True)
+        before = _children()
+        worker.start()
+        worker.join(self.timeout)
+        if worker.is_alive():
+            _stop(_children() - before)
+            return (f"{name} did not return within --request-timeout {self.timeout:g}s "
+                    "when its token expired and was refreshed")
+        said = [m for m in self.log.seen[seen:] if m.startswith("exec:")]
+        if failure or said:
+            why = _one_line(str(failure[0])) if failure else \
+                said[0].removeprefix("exec:").strip()
+            return f"{name} failed when its token expired and was refreshed: {why}"
+        return None
+
+
+class _Scratch:
+    """What the client's refresh hook writes (the token, the proxy, itself)."""
+
+    def __init__(self) -> None:
+        self.api_key: dict[str, str] = {}
+        self.refresh_api_key_hook: Any = None
+
+
+def _stop(pids: set[int], grace: float = 0.5) -> None:
+    """SIGTERM these processes and their descendants, SIGKILL what is left after
+    ``grace`` seconds (a plugin's own children hold its output pipe open)."""
+    tree = set(pids)
+    frontier = set(pids)
+    while frontier:
+        frontier = set().union(*(_children(p) for p in frontier)) - tree
+        tree |= frontier
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in tree:
+            with suppress(OSError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + grace
+        while sig == signal.SIGTERM and time.monotonic() < deadline and \
+                any(_running(p) for p in tree):
+            time.sleep(0.02)
+        tree = {p for p in tree if _running(p)}
+        if not tree:
+            return
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (Linux /proc; after kill(0) elsewhere)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return False
+        return not Path("/proc").is_dir()
+    return state not in ("Z", "X")
+
+
+def _children(parent: int | None = None) -> set[int]:
+    """The child processes of ``parent`` (this process) (Linux /proc; empty elsewhere)."""
     out: set[int] = set()
-    me = os.getpid()
+    me = os.getpid() if parent is None else parent
     with suppress(OSError):
         for entry in os.listdir("/proc"):
             if not entry.isdigit():
@@ -381,6 +517,8 @@ class Reader:
                 "GET", path, query_params=params, header_params={"Accept": accept},
                 auth_settings=["BearerToken"],
             )
+        except ClusterUnreachable:  # the exec plugin's token refresh hung or failed
+            raise
         except Exception as exc:  # a credential refresh (exec plugin) that failed
             raise ReadError(None, f"cannot get credentials: {_one_line(str(exc))}",
                             "tls") from None
@@ -788,7 +926,10 @@ class LiveCollector:
         chosen = snap.pods()
         shared: list[Callable[[], None]] = [
             self._lister(snap, kind, self._ns_path(prefix, plural, ns), ns)
-            for kind, (prefix, plural) in _NAMESPACED_PATHS.items()]
+            for kind, (prefix, plural) in _NAMESPACED_PATHS.items()
+            if not (kind == "events" and ns is None)]
+        if ns is None:
+            shared += self._event_listers(snap, chosen)
         shared += self._node_jobs(snap, chosen)
         shared += self._configmap_jobs(snap, chosen)
         per_pod = [[self._log_reader(snap, *key) for key in self._log_streams(snap, pod)]
@@ -928,6 +1069,37 @@ class LiveCollector:
                 snap.failures.append(ReadFailure(f"{kind} ({path})", exc.reason, kind,
                                                  (ns,) if ns is not None else ()))
         return run
+
+    def _event_listers(self, snap: Snapshot, pods: list[Obj]) -> list[Callable[[], None]]:
+        """-A: the events of each namespace with a triaged pod, not of the whole cluster
+        (a busy cluster's events are its largest list, nearly all about other pods);
+        one cluster-wide list past ``EVENT_NAMESPACES_MAX`` such namespaces."""
+        namespaces = sorted({str(meta(p).get("namespace")) for p in pods
+                             if meta(p).get("namespace")})
+        snap.objects["events"] = []
+        if len(namespaces) > EVENT_NAMESPACES_MAX:
+            return [self._lister(snap, "events", "/api/v1/events", None)]
+        parts: dict[str, list[Obj]] = {}
+        lock = threading.Lock()
+
+        def one(namespace: str) -> Callable[[], None]:
+            path = self._ns_path("/api/v1", "events", namespace)
+            wanted = _relevant("events", pods)
+
+            def run() -> None:
+                try:
+                    got = self.reader.list_items(path, keep=lambda items: [
+                        redact_object(o) for o in normalize_items("events", items, snap.notes)
+                        if wanted(o)])
+                except ReadError as exc:
+                    snap.failures.append(ReadFailure(f"events ({path})", exc.reason, "events",
+                                                     (namespace,)))
+                    return
+                with lock:  # in namespace order, whichever list comes in first
+                    parts[namespace] = got
+                    snap.objects["events"] = [e for n in sorted(parts) for e in parts[n]]
+            return run
+        return [one(n) for n in namespaces]
 
     def _node_jobs(self, snap: Snapshot, pods: list[Obj]) -> list[Callable[[], None]]:
         names = sorted({str(workload.pod_spec(p).get("nodeName")) for p in pods

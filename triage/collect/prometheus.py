@@ -485,11 +485,21 @@ class PrometheusCollector:
             list(pool.map(run, jobs[1:]))
         if stop.is_set() or not results:
             reason = next(iter(window.errors.values()), "stopped answering")
-            what = "every query" if not stop.is_set() else "stopped answering"
+            what = "every query" if not results else "stopped answering"
             if not_sent:
                 reason += f"; the other {len(not_sent)} queries were not sent"
             snap.failures.append(ReadFailure(f"Prometheus {source} ({what})", reason, KIND))
-            return
+            if not results:
+                return
+            # The answers that came in before it stopped are kept (a timeout on the
+            # charts discarded the latency numbers already read); what was not answered
+            # is unknown for every pod, named, never read as absent.
+            for name in [*window.errors, *not_sent]:
+                if name in {q.name for q in instant}:
+                    for key in wanted:
+                        tele(key).not_numbers.setdefault(name, "not answered (Prometheus "
+                                                               "stopped answering)")
+            window.errors.clear()  # said once, in the failure above
 
         combine = {q.name: q.combine for q in instant}
         for q in instant:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from triage.collect import InputError
+from triage.collect import InputError, outfile
 from triage.commands.common import (
     AllNsOpt,
     ContextOpt,
@@ -64,6 +65,7 @@ def collect(
                           prometheus_insecure_skip_tls_verify)
     with guard(debug):
         path = _bundle_path(output_file, output)
+        stream = _check_target(path) if path is not None else None
         with progress() as tick:
             snap = live_collector(namespace, all_namespaces, kubeconfig, context, selector,
                                   request_timeout, tail_lines, tick, prom).collect()
@@ -73,8 +75,24 @@ def collect(
         except OSError as exc:
             raise InputError(f"cannot write {target}: {exc.strerror or exc}") from None
         failures = len(snap.failures)
-        say(f"bundle written to {target}"
-            + (f" ({failures} read(s) failed, listed inside)" if failures else ""))
+        if stream != 2:  # not into the bundle itself
+            say(f"bundle written to {target}"
+                + (f" ({failures} read(s) failed, listed inside)" if failures else ""))
+
+
+def _check_target(path: Path) -> int | None:
+    """What scan's --output-file allows (triage/collect/outfile.py), said before the
+    cluster is read: a device, a pipe or a link to one is refused, never replaced; a
+    stream of this process (-, /dev/stdout) is written through, unless it is a terminal.
+    The stream's descriptor, or None for a file."""
+    target = outfile.classify(path)
+    if target.refused:
+        raise InputError(f"--output-file {path}: {target.refused}; not replaced (give a "
+                         "regular file or a new path, or - for stdout)")
+    if target.fd is not None and os.isatty(target.fd):
+        raise InputError(f"--output-file {path} is a terminal: a bundle is a binary "
+                         ".tar.gz; redirect it (> bundle.tar.gz) or name a file")
+    return target.fd
 
 
 def _bundle_path(output_file: Path | None, output: str | None) -> Path | None:

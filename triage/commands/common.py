@@ -8,10 +8,10 @@ cluster cannot be reached or refuses the credentials.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import signal
-import stat
 import sys
 import tempfile
 import threading
@@ -26,13 +26,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import regex
 import typer
-from rich.console import Console
 
-from triage.collect import CollectError, InputError
+from triage.collect import CollectError, InputError, outfile
 from triage.redact import redact_text
 from triage.sanitize import sanitize
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from triage.collect.live import LiveCollector
     from triage.collect.prometheus import PrometheusOptions
     from triage.report import Report
@@ -50,6 +51,8 @@ class Output(str, Enum):
 
 
 def stderr_console() -> Console:
+    from rich.console import Console  # a quiet run (analyze -o json) draws nothing with it
+
     return Console(stderr=True, highlight=False, soft_wrap=True)  # paths stay on one line
 
 
@@ -117,7 +120,7 @@ def terminal_width() -> int | None:
 
 def emit(report: Report, output: Output, output_file: Path | None, quiet: bool = False,
          fix_dir: Path | None = None) -> None:
-    from triage.report import table, writers
+    from triage.report import writers
 
     if fix_dir is not None:
         from triage.report import fixdir
@@ -129,58 +132,56 @@ def emit(report: Report, output: Output, output_file: Path | None, quiet: bool =
         say(f"{len(written)} patch file(s) written to {fix_dir}" if written else
             f"no patch to write to {fix_dir}: no finding has a computed patch")
 
+    def draw_table(r: Report, color: bool) -> str:
+        from triage.report import table  # rich, only when a table is drawn
+
+        return table.render(r, color, width=terminal_width())
+
     render = writers()
-    render["table"] = lambda r, color: table.render(r, color, width=terminal_width())
+    render["table"] = draw_table
     if output.value not in render:
         fail(f"output format {output.value!r} is not available in this build", EXIT_USAGE)
-    if output_file is not None and is_stdout(output_file):
-        sys.stdout.write(render[output.value](report, False))  # written through, not replaced
-    elif output_file is not None:
-        refused = not_a_report_file(output_file)
-        if refused:
-            fail(f"--output-file {output_file}: {refused}; not replaced (give a regular "
-                 "file or a new path, or - for stdout)", EXIT_USAGE)
-        text = render[output.value](report, False)
-        try:
-            write_atomically(output_file, text.encode("utf-8"))
-        except OSError as exc:
-            fail(f"cannot write {output_file}: {exc.strerror or exc}", EXIT_USAGE)
-        if quiet:
-            return
-        say(f"report written to {output_file}")
-        sys.stdout.write(render["table"](report, use_color()))
-    else:
+    if output_file is None:
         sys.stdout.write(render[output.value](report, output is Output.table and use_color()))
+    elif write_report(output_file, lambda: render[output.value](report, False)) and not quiet:
+        say(f"report written to {output_file}")  # to a file, or a stream other than stdout
+        sys.stdout.write(render["table"](report, use_color()))
     sys.stdout.flush()
+
+
+def write_report(output_file: Path, text: Callable[[], str]) -> bool:
+    """``--output-file``: the report to a file (atomically) or through a stream of this
+    process; a device, a pipe or a link to one is refused, never replaced. False when it
+    went to stdout (which then carries nothing else)."""
+    target = outfile.classify(output_file)
+    if target.refused:
+        fail(f"--output-file {output_file}: {target.refused}; not replaced (give a regular "
+             "file or a new path, or - for stdout)", EXIT_USAGE)
+    if target.fd == 1:
+        sys.stdout.write(text())  # written through, not replaced
+        return False
+    try:
+        if target.fd is not None:
+            outfile.write_through(target.fd, text().encode("utf-8"))
+        else:
+            write_atomically(output_file, text().encode("utf-8"))
+    except OSError as exc:
+        fail(f"cannot write {output_file}: {exc.strerror or exc}", EXIT_USAGE)
+    return True
 
 
 def is_stdout(path: Path) -> bool:
     """``-``, or a name for this process's stdout (``/dev/stdout``, ``/proc/self/fd/1``)."""
-    if str(path) == "-":
-        return True
-    try:
-        return os.path.samestat(os.stat(path), os.fstat(sys.stdout.fileno()))
-    except (OSError, ValueError):
-        return False
-
-
-_KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-          (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"),
-          (stat.S_ISDIR, "a directory"))
+    return outfile.classify(path).fd == 1
 
 
 def not_a_report_file(path: Path) -> str | None:
-    """Why a report must not replace what is at ``path`` (a device, a pipe, a link to
-    one), or None for a regular file, a link to one, or a new path."""
-    try:
-        st = os.stat(path)  # through a link: what it points at
-    except OSError:
-        return None  # a new path, or a dangling link (replaced)
-    what = next((name for test, name in _KINDS if test(st.st_mode)), None)
-    if what is None:
-        return None
-    return f"{'a link to ' if path.is_symlink() else ''}{what}" \
-        f"{f' ({os.path.realpath(path)})' if path.is_symlink() else ''}"
+    """Why a report must not replace what is at ``path`` (a device, a pipe, a stream of
+    this process, a link to one), or None for a regular file, a link to one, or a new path."""
+    target = outfile.classify(path)
+    if target.fd is not None:
+        return f"a stream of this process (file descriptor {target.fd})"
+    return target.refused
 
 
 def write_atomically(path: Path, data: bytes) -> None:
@@ -189,11 +190,14 @@ def write_atomically(path: Path, data: bytes) -> None:
     The text goes to a temporary file in the same directory, which then
     replaces the target by rename: a kill mid-write leaves the previous
     report intact, and a symbolic link at the target is replaced, not
-    followed (the report never lands where the link points).
+    followed (the report never lands where the link points). What must not be
+    replaced (a device, a pipe, a stream such as /dev/stderr, a link to one:
+    ``not_a_report_file``) is an error here, whoever calls.
     """
+    refused = not_a_report_file(path)
+    if refused:
+        raise OSError(errno.EPERM, f"{refused}: not replaced")
     path.parent.mkdir(parents=True, exist_ok=True)
-    if path.is_dir():
-        raise IsADirectoryError(21, "is a directory")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:

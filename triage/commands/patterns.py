@@ -27,7 +27,7 @@ def list_patterns(
 
         typer.echo(facts_markdown() if markdown else facts_text(), nl=False)
         raise typer.Exit(EXIT_OK)
-    loaded = load_patterns(list(patterns or []))
+    loaded = load_patterns(list(patterns or []), check_builtin=True)  # every regex compiled
     for err in loaded.errors:
         say(f"vllm-triage: error: {err}")
     if test:

@@ -9,7 +9,6 @@ import typer
 
 from triage.collect import InputError
 from triage.commands.common import (
-    EXIT_USAGE,
     AllContextsOpt,
     AllNsOpt,
     ContextsOpt,
@@ -36,14 +35,13 @@ from triage.commands.common import (
     TimeoutOpt,
     check_report_flags,
     emit,
-    fail,
     guard,
     live_collector,
     progress,
     report_format,
     say,
     use_color,
-    write_atomically,
+    write_report,
 )
 
 
@@ -126,12 +124,9 @@ def scan_clusters(contexts: list[str], all_contexts: bool, namespace: str | None
             if s.report is None:
                 say(f"vllm-triage: warning: cluster {s.context}: {s.error}")
         if output_file is not None:
-            try:
-                write_atomically(output_file, render(sections, output.value).encode("utf-8"))
-            except OSError as exc:
-                fail(f"cannot write {output_file}: {exc.strerror or exc}", EXIT_USAGE)
-            say(f"report written to {output_file}")
-            sys.stdout.write(render(sections, "table", use_color()))
+            if write_report(output_file, lambda: render(sections, output.value)):
+                say(f"report written to {output_file}")
+                sys.stdout.write(render(sections, "table", use_color()))
         else:
             sys.stdout.write(render(sections, output.value,
                                     output is Output.table and use_color()))

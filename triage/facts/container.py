@@ -9,8 +9,12 @@ from triage.snapshot import LOG_STREAMS, Obj
 
 
 @fact("gpu_request", unit="GPUs", scope="container",
-      doc="GPUs the container asks for in resources.limits (nvidia.com/gpu, amd.com/gpu, ...)")
+      doc="GPUs the container asks for in resources.limits (nvidia.com/gpu, amd.com/gpu, "
+          "...); None for an init container, which runs before vLLM")
 def gpu_request(ctx: ContainerContext) -> Measured:
+    if ctx.kind == "init container":  # it runs before vLLM does; the GPUs are the containers'
+        return Measured(None, f"init container {ctx.name} runs to completion before the "
+                              "containers start: the GPUs it asks for are not vLLM's")
     n = workload.gpu_request(ctx.container)
     res = ctx.container.get("resources") or {}
     named = next((name for section in ("limits", "requests")

@@ -229,6 +229,35 @@ def volume_claims(ctx: ContainerContext) -> Measured:
     return Measured([n for n, _ in claims], "; ".join(describe_claim(n, p) for n, p in claims))
 
 
+@fact("container_kind", unit="text", scope="container",
+      doc="container (spec.containers), init container (spec.initContainers, run to "
+          "completion before the containers start) or sidecar container (an init container "
+          "with restartPolicy Always, running beside them)")
+def container_kind(ctx: ContainerContext) -> Measured:
+    where = "spec.initContainers" if ctx.kind != "container" else "spec.containers"
+    return Measured(ctx.kind, f"{ctx.name} is a{'n' if ctx.kind[0] in 'ai' else ''} "
+                              f"{ctx.kind} ({where})")
+
+
+@fact("init_containers_ran", unit="bool", scope="pod",
+      doc="an init container of the pod has run (it runs, has terminated or has restarted): "
+          "the kubelet mounts every volume of the pod before the first init container starts")
+def init_containers_ran(ctx: ContainerContext) -> Measured:
+    ctx.runtime("the pod's status")
+    names = [str(c.get("name")) for c in workload.init_containers(ctx.pod)]
+    for name in names:
+        cs = workload.container_status(ctx.pod, name)
+        state = cs.get("state") or {}
+        last = (cs.get("lastState") or {}).get("terminated")
+        if state.get("running") or state.get("terminated") or last or \
+                int(cs.get("restartCount") or 0) > 0:
+            return Measured(True, f"init container {name} has run, so the pod's volumes "
+                                  "were mounted")
+    if not names:
+        return Measured(False, f"pod {ctx.pod_name} has no init containers")
+    return Measured(False, f"no init container of pod {ctx.pod_name} has run yet")
+
+
 @fact("unbound_claims", unit="list", scope="pod",
       doc="the pod's PersistentVolumeClaims that are not Bound (Pending, Lost) or do not exist")
 def unbound_claims(ctx: ContainerContext) -> Measured:

@@ -341,13 +341,15 @@ Writer = Callable[[Report, bool], str]
 
 
 def writers() -> dict[str, Writer]:
-    from triage.report import (  # late: each writer's deps
-        html,
-        json_report,
-        markdown,
-        table,
-        yaml_report,
-    )
+    """Format -> writer; each writer's module (and what it needs: rich, the HTML page's
+    SVG) is imported when that format is written, not for the others."""
+    def late(module: str) -> Writer:
+        def render(report: Report, color: bool) -> str:
+            from importlib import import_module
 
-    return {"table": table.render, "json": json_report.render, "yaml": yaml_report.render,
-            "markdown": markdown.render, "html": html.render}
+            writer: Writer = import_module(f"triage.report.{module}").render
+            return writer(report, color)
+        return render
+
+    return {"table": late("table"), "json": late("json_report"), "yaml": late("yaml_report"),
+            "markdown": late("markdown"), "html": late("html")}

@@ -10,8 +10,13 @@ others still run.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import json
+import os
+import tempfile
 from collections.abc import Iterable
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +25,7 @@ import regex
 import yaml
 
 from triage.facts import REGISTRY as FACTS
+from triage.lazyregex import LazyRegex
 from triage.metrics import METRICS
 from triage.results import Severity, Verdict
 from triage.rules.fields import check_path, parse_path
@@ -98,8 +104,9 @@ _UNREAD_KINDS = ("logs", "events", "metrics", "nodes", "configmaps", "services",
 class _Reader:
     """Validates one file, keeping the path of the field being read for errors."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, lazy: bool = False) -> None:
         self.source = source
+        self.lazy = lazy  # a shipped file, checked when the tool is tested: compiled on use
 
     def fail(self, where: str, problem: str) -> PatternError:
         return PatternError(self.source, where, problem)
@@ -117,6 +124,8 @@ class _Reader:
     def compile(self, pattern: Any, where: str) -> Any:
         if not isinstance(pattern, str) or not pattern:
             raise self.fail(where, f"must be a regular expression string, got {pattern!r}")
+        if self.lazy:
+            return LazyRegex(pattern, REGEX_FLAGS)
         try:
             return regex.compile(pattern, REGEX_FLAGS)
         except regex.error as exc:
@@ -539,16 +548,83 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def parse_pattern(text: str, source: str) -> Pattern:
-    reader = _Reader(source)
-    try:
-        data = yaml.load(text, Loader=_YAML_LOADER)  # a SafeLoader: no arbitrary objects
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else "(file)"
-        problem = getattr(exc, "problem", exc)
-        raise PatternError(source, where, f"not valid YAML: {problem}") from None
+_UNPARSED = object()
+
+
+def parse_pattern(text: str, source: str, lazy: bool = False, data: Any = _UNPARSED
+                  ) -> Pattern:
+    """One pattern file; ``lazy``: its regexes are compiled on first use (a shipped file,
+    whose regexes the tests compile), else here, so that a mistake is a PatternError.
+    ``data``: the file's YAML already parsed (``_parsed_documents``)."""
+    reader = _Reader(source, lazy)
+    if data is _UNPARSED:
+        try:
+            data = yaml.load(text, Loader=_YAML_LOADER)  # a SafeLoader: no arbitrary objects
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"line {mark.line + 1}" if mark is not None else "(file)"
+            problem = getattr(exc, "problem", exc)
+            raise PatternError(source, where, f"not valid YAML: {problem}") from None
     return reader.pattern(data)
+
+
+# --- the parsed pattern files, cached by their content ------------------------------------
+# Parsing the shipped files' YAML (270 KB, most of it whole-rule examples) was a tenth
+# of a small analyze's start-up; the same documents as JSON load twenty times faster.
+# The cache is keyed by every file's name and bytes, PyYAML's version and loader and
+# this schema: an edited file, a new file or another PyYAML is a new key. Plain data
+# only (JSON, never pickle): a cache file can at worst hold wrong data for its key, and
+# a document JSON does not give back exactly (dates, non-string keys) is not cached.
+_CACHE_SCHEMA = "vllm-triage/pattern-documents/v1"
+_CACHE_KEEP = 8  # files kept: a few pattern sets (versions, --patterns dirs) side by side
+
+
+def cache_dir() -> Path:
+    """$XDG_CACHE_HOME/vllm-triage, else ~/.cache/vllm-triage."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "vllm-triage"
+
+
+def _parsed_documents(files: list[tuple[Path, str]]) -> dict[str, Any]:
+    """File name -> its parsed YAML, for each of ``files`` that is valid YAML (the others
+    are parsed again by parse_pattern, which reports them); from the cache when these
+    exact texts were parsed before, else parsed and cached."""
+    digest = hashlib.sha256(f"{_CACHE_SCHEMA}\0{yaml.__version__}\0"
+                            f"{_YAML_LOADER.__name__}\0".encode())
+    for path, text in files:
+        digest.update(f"{path.name}\0{len(text)}\0{text}\0".encode("utf-8", "surrogatepass"))
+    cache = cache_dir() / f"patterns-{digest.hexdigest()[:40]}.json"
+    with suppress(OSError, ValueError):
+        cached = json.loads(cache.read_text(encoding="utf-8"))
+        if isinstance(cached, dict):
+            return cached
+    out: dict[str, Any] = {}
+    for path, text in files:
+        with suppress(yaml.YAMLError):
+            out[path.name] = yaml.load(text, Loader=_YAML_LOADER)
+    with suppress(OSError, ValueError, TypeError, RecursionError):
+        encoded = json.dumps(out)
+        if json.loads(encoded) == out:  # exactly what YAML gave, or not cached
+            _write_cache(cache, encoded)
+    return out
+
+
+def _write_cache(cache: Path, encoded: str) -> None:
+    cache.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".patterns-", suffix=".tmp", dir=cache.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(encoded)
+        os.replace(tmp, cache)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(tmp)
+        raise
+    kept = sorted(cache.parent.glob("patterns-*.json"), key=lambda p: p.stat().st_mtime,
+                  reverse=True)
+    for old in kept[_CACHE_KEEP:]:
+        with suppress(OSError):
+            old.unlink()
 
 
 def builtin_dir() -> Path:
@@ -575,28 +651,36 @@ class PatternSet:
         return {p.id: p for p in self.patterns}
 
 
-def load_patterns(extra_dirs: Iterable[Path] = ()) -> PatternSet:
+def load_patterns(extra_dirs: Iterable[Path] = (), check_builtin: bool = False) -> PatternSet:
     """Load the built-in patterns and any extra directories.
 
     A file that fails to parse is reported and skipped; the rest still run.
     A later file with the same id replaces an earlier one, so a team can
-    override a shipped pattern from its own directory.
+    override a shipped pattern from its own directory. The built-in files'
+    regexes are compiled when first used (``LazyRegex``), unless
+    ``check_builtin`` (``vllm-triage patterns``, the tests); the others' here.
     """
     by_id: dict[str, Pattern] = {}
     errors: list[PatternError] = []
-    for directory in (builtin_dir(), *extra_dirs):
+    shipped = builtin_dir()
+    for directory in (shipped, *extra_dirs):
         if not directory.is_dir():
             errors.append(PatternError(str(directory), "(directory)", "not a directory"))
             continue
+        lazy = directory == shipped and not check_builtin
+        files: list[tuple[Path, str]] = []
         for path in sorted(directory.glob("*.y*ml")):
             try:
-                text = path.read_text(encoding="utf-8")
-                pattern = parse_pattern(text, _display(path))
-            except PatternError as exc:
-                errors.append(exc)
-                continue
+                files.append((path, path.read_text(encoding="utf-8")))
             except (OSError, UnicodeDecodeError) as exc:
                 errors.append(PatternError(_display(path), "(file)", f"unreadable: {exc}"))
+        documents = _parsed_documents(files)
+        for path, text in files:
+            try:
+                pattern = parse_pattern(text, _display(path), lazy,
+                                        documents.get(path.name, _UNPARSED))
+            except PatternError as exc:
+                errors.append(exc)
                 continue
             by_id[pattern.id] = pattern
     return resolve(by_id, errors)

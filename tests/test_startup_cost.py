@@ -1,0 +1,159 @@
+"""Issue 16, "Start-up": analyze of a one-pod fixture took 12x kubectl version --client:
+every pattern regex compiled at load, the YAML of every pattern file parsed, every report
+writer, rich and typer's pydantic imported for -o json. What a command does not use is
+neither imported nor compiled; counted here, never timed (bench/scale.py times it)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import regex
+
+from tests.conftest import FIXTURES, ROOT
+from triage.lazyregex import LazyRegex
+from triage.rules.language import (
+    EventLeaf,
+    FactLeaf,
+    FieldLeaf,
+    LogLeaf,
+    MetricLeaf,
+    Pattern,
+    RootCauseLeaf,
+    walk,
+)
+from triage.rules.loader import REGEX_FLAGS, load_patterns
+
+# Modules analyze -o json has no use for: other commands' implementations (lint, watch,
+# the live collector with the kubernetes client), the other writers (the HTML page and
+# its charts, the table's rich), typer's pydantic coercion.
+NOT_FOR_ANALYZE = (
+    "kubernetes", "urllib3", "httpx", "prometheus_client", "pydantic", "pydantic_core", "rich",
+    "triage.collect.live", "triage.collect.prometheus", "triage.collect.manifests",
+    "triage.manifest", "triage.report.html", "triage.report.svg", "triage.report.table",
+    "triage.report.markdown", "triage.report.lint", "triage.report.lint_writers",
+    "triage.watch", "triage.fleet",
+)
+
+_PROBE = """
+import json, runpy, sys
+import regex
+compiled = []
+real = regex.compile
+def counted(*args, **kw):
+    compiled.append(str(args[0])[:80])
+    return real(*args, **kw)
+regex.compile = counted
+out = sys.argv[1]
+sys.argv = ["vllm-triage", *sys.argv[2:]]
+try:
+    runpy.run_module("triage.cli", run_name="__main__")
+except SystemExit:
+    pass
+with open(out, "w") as fh:
+    json.dump({"modules": sorted(sys.modules), "compiled": compiled}, fh)
+"""
+
+
+def _imported(tmp_path: Path, *args: str) -> dict[str, list[str]]:
+    out = tmp_path / "probe.json"
+    env = {"HOME": str(ROOT / ".pytest-home"), "NO_COLOR": "1", "PATH": "/usr/bin:/bin"}
+    subprocess.run([sys.executable, "-c", _PROBE, str(out), *args], cwd=str(ROOT), env=env,
+                   check=True, timeout=120, stdout=subprocess.DEVNULL)
+    probe: dict[str, list[str]] = json.loads(out.read_text())
+    return probe
+
+
+def test_why_analyze_imports_only_what_it_uses(tmp_path: Path) -> None:
+    """Before: analyze -o json imported every writer (the HTML page's among them), rich,
+    typer's pydantic adapters (with importlib.metadata's entry points) and compiled 324
+    regexes, 173 of them the pattern files' at load."""
+    report = tmp_path / "report.json"
+    probe = _imported(tmp_path, "analyze", str(FIXTURES / "cuda-oom"), "-o", "json",
+                      "--output-file", str(report), "-q")
+    assert json.loads(report.read_text())["pods"]  # it did run
+    loaded = [m for m in probe["modules"]
+              if any(m == bad or m.startswith(bad + ".") for bad in NOT_FOR_ANALYZE)]
+    assert loaded == [], loaded
+    # The pattern files' regexes compile on first use (after the log prefilter); a few
+    # dozen run on this pod, not the few hundred the files hold.
+    shipped = {leaf.pattern for p in load_patterns().patterns for leaf in _regexes(p)}
+    compiled = [c for c in probe["compiled"] if c in {s[:80] for s in shipped}]
+    assert len(compiled) < len(shipped) / 4, (len(compiled), len(shipped))
+
+
+def test_scan_imports_no_writer_it_does_not_write(tmp_path: Path) -> None:
+    """--help of scan and patterns run without the collector, the patterns or a writer."""
+    probe = _imported(tmp_path, "scan", "--help")
+    assert not [m for m in probe["modules"] if m.startswith(("kubernetes", "pydantic",
+                                                            "triage.pipeline",
+                                                            "triage.report."))]
+
+
+def _regexes(p: Pattern) -> list[Any]:
+    """Every regex of a pattern: its log leaves', events', root-cause skips', comparisons'."""
+    conds = [p.when, *p.show, *(c for c in (p.warn_when, p.escalate.when if p.escalate
+                                             else None) if c is not None),
+             *(case.when for case in p.fix if case.when is not None)]
+    out: list[Any] = []
+    for cond in conds:
+        for leaf in walk(cond, into_not=True):
+            if isinstance(leaf, LogLeaf):
+                out.append(leaf.regex)
+            elif isinstance(leaf, EventLeaf):
+                out += [rx for rx in (leaf.reason, leaf.message) if rx is not None]
+            elif isinstance(leaf, RootCauseLeaf):
+                out += list(leaf.skip)
+            elif isinstance(leaf, (FieldLeaf, FactLeaf, MetricLeaf)) and \
+                    leaf.comparison is not None and leaf.comparison.op == "regex":
+                out.append(leaf.comparison.value)
+    return out
+
+
+def test_every_shipped_regex_compiles_and_its_lazy_flags_are_the_compiled_ones() -> None:
+    """Compiled on first use, a shipped regex must still be valid (checked here and by
+    `vllm-triage patterns`), and the flags the log engine reads before compiling it
+    (its prefilter's case and dot rules) must be what compiling gives."""
+    assert not load_patterns(check_builtin=True).errors
+    lazy = [rx for p in load_patterns().patterns for rx in _regexes(p)]
+    assert lazy and all(isinstance(rx, LazyRegex) for rx in lazy)
+    for rx in lazy:
+        assert rx.flags == regex.compile(rx.pattern, REGEX_FLAGS).flags, rx.pattern
+
+
+def test_lazy_regex_flags_match_compiled_ones_with_inline_flags() -> None:
+    for pattern in ("abc", "(?i)abc", "x(?s)y", "a(?i:b)c", "(?P<n>x)(?P=n)", r"\(?i\)"):
+        lazy = LazyRegex(pattern, REGEX_FLAGS)
+        assert lazy.flags == regex.compile(pattern, REGEX_FLAGS).flags, pattern
+        assert bool(lazy.search("xABCy")) == bool(regex.compile(pattern, REGEX_FLAGS)
+                                                  .search("xABCy"))
+
+
+def test_a_user_pattern_with_a_bad_regex_is_still_an_error_at_load(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text(
+        "id: bad-regex\nseverity: warning\ntitle: t\nstep: 2\nremediation: r\n"
+        "when:\n  log:\n    regex: '(unclosed'\n")
+    errors = load_patterns([tmp_path]).errors
+    assert any("invalid regular expression" in str(e) and "bad.yaml" in str(e)
+               for e in errors), errors
+
+
+def test_the_pattern_cache_follows_the_files(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parsed pattern documents are cached by the files' content: an edited file is read
+    as edited, never from the cache."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    extra = tmp_path / "patterns"
+    extra.mkdir()
+    text = ("id: my-pattern\nseverity: warning\ntitle: first\nstep: 2\nremediation: r\n"
+            "when:\n  log:\n    regex: 'first'\n")
+    (extra / "mine.yaml").write_text(text)
+    assert load_patterns([extra]).by_id()["my-pattern"].title == "first"
+    assert list((tmp_path / "cache" / "vllm-triage").glob("patterns-*.json"))
+    assert load_patterns([extra]).by_id()["my-pattern"].title == "first"  # from the cache
+    (extra / "mine.yaml").write_text(text.replace("first", "second"))
+    assert load_patterns([extra]).by_id()["my-pattern"].title == "second"
