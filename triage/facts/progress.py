@@ -66,11 +66,13 @@ _SHM_WAIT = regex.compile(
     r"No available shared memory broadcast block found in (\d+) seconds?")
 _STATS = regex.compile(
     r"Avg generation throughput: ([\d.]+) tokens/s, Running: (\d+) reqs")
-_SERVED = regex.compile(r"\"(?:POST|GET) /v1/\S+ HTTP/[\d.]+\" 200\b")
+# uvicorn's access line ("POST /v1/chat/completions HTTP/1.1" 200 OK) is not progress: it
+# is written when the response starts, so a streaming request to a hung engine logs 200,
+# and so does a router's GET /v1/models poll. Only a stats line that shows tokens
+# generated (or nothing left running) ends a stall.
 _KEPT = 64
 SHM_WAITS = LOG_QUERIES.add(Query(_SHM_WAIT, None), keep_last=_KEPT)
 STATS = LOG_QUERIES.add(Query(_STATS, None), keep_last=_KEPT)
-SERVED = LOG_QUERIES.add(Query(_SERVED, None), keep_last=1)
 
 
 def _anchor(ctx: ContainerContext) -> datetime | None:
@@ -211,14 +213,13 @@ def engine_stalled_seconds(ctx: ContainerContext) -> Measured:
                               "before that is the start's, not the engine's")
     hits = sorted(
         [(h.line.number, "wait", h) for h in index.result(SHM_WAITS, _KEPT).last] +
-        [(h.line.number, "stats", h) for h in index.result(STATS, _KEPT).last] +
-        [(h.line.number, "served", h) for h in index.result(SERVED).last],
+        [(h.line.number, "stats", h) for h in index.result(STATS, _KEPT).last],
         key=lambda t: t[0])
     run: list[tuple[str, Hit]] = []
     for number, kind, hit in reversed(hits):
         progress = kind == "stats" and (float(hit.groups[1] or 0) > 0
                                         or int(hit.groups[2] or 0) == 0)
-        if number <= after or kind == "served" or progress:
+        if number <= after or progress:
             break
         run.append((kind, hit))
     if not run:
