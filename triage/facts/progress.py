@@ -14,7 +14,14 @@ stats line ("Engine 000: Avg prompt throughput: X tokens/s, Avg generation
 throughput: Y tokens/s, Running: N reqs, ...", v1/metrics/loggers.py, V0
 engine/metrics.py) and the shared-memory broadcast queue's wait ("No
 available shared memory broadcast block found in 60 second(s).",
-distributed/device_communicators/shm_broadcast.py).
+distributed/device_communicators/shm_broadcast.py). A weights download prints
+nothing of vLLM's own (model_loader/weight_utils.py download_weights_from_hf:
+"Using model weights format [...]" at INFO up to 0.11, DEBUG later, then
+snapshot_download with tqdm_class=DisabledTqdm, then "Time spent downloading
+weights for ..."). huggingface_hub 0.x still prints its per-file bars
+("model-00003-of-00004.safetensors:  43%|..."); from 1.2 its one bar for the
+snapshot ("Downloading (incomplete total...)") takes vLLM's disabled class, so
+nothing is printed (the bar shows in an init container's `hf download`).
 """
 
 from __future__ import annotations
@@ -212,9 +219,9 @@ def _silent_download_after_load_start(ctx: ContainerContext, index: LogIndex) ->
         return None
     what = f"{model} is a hub model" if model else "the model is not known from the args"
     seen = f"vLLM {version[0]}.{version[1]}" if version else "the vLLM version is not in the log"
-    return (f" ({what}, {seen}: from 0.12 vLLM logs the weights format at DEBUG, so the "
-            "hub download that follows, its progress bars disabled, prints nothing until "
-            "'Time spent downloading weights')")
+    return (f" ({what}, {seen}: from 0.12 vLLM logs the weights format at DEBUG, so a "
+            "hub download may follow with nothing printed until 'Time spent downloading "
+            "weights')")
 
 
 def _milestone_label(ctx: ContainerContext, index: LogIndex, name: str,
@@ -230,9 +237,10 @@ def _milestone_label(ctx: ContainerContext, index: LogIndex, name: str,
         if why:
             return DOWNLOAD_SILENT, why
     if name == DOWNLOAD_SILENT:
-        return DOWNLOAD_SILENT, (" (vLLM downloads the weights from the hub with its progress "
-                                 "bars disabled and prints nothing until 'Time spent "
-                                 "downloading weights')")
+        return DOWNLOAD_SILENT, (" (vLLM downloads the weights from the hub with its "
+                                 "progress bar disabled: with huggingface_hub >= 1.2 "
+                                 "nothing is printed until 'Time spent downloading "
+                                 "weights')")
     if name == "download":
         m = _DOWNLOAD.search(line)
         if m:
