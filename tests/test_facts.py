@@ -396,7 +396,33 @@ CASES: dict[str, list[tuple[dict[str, Any], Any]]] = {
          "NCCL / distributed init"),
         ({"log": "2026-11-28T02:35:31Z (APIServer pid=1) INFO 11-28 02:35:31 [api_server.py:1880]"
                  " Starting vLLM API server 0 on http://0.0.0.0:8000\n"}, "ready"),
+        # only a serving server prints stats and access lines (its start scrolled out)
+        ({"log": "2026-11-28T02:35:31Z (APIServer pid=1) INFO:     10.0.3.7:52114 - \"POST "
+                 "/v1/chat/completions HTTP/1.1\" 200 OK\n"}, "ready"),
+        # vLLM <= 0.11 logs the weights format, then downloads with its bars off
+        ({"log": "2026-11-28T02:35:31Z (EngineCore_0 pid=270) INFO 11-28 02:35:31 "
+                 "[weight_utils.py:296] Using model weights format ['*.safetensors']\n"},
+         "download (no progress printed)"),
+        # from 0.12 the format is at DEBUG: 'Starting to load model' of a hub model is it
+        ({"log": "2026-11-28T02:35:00Z (APIServer pid=1) INFO 11-28 02:35:00 [api_server.py:1354]"
+                 " vLLM API server version 0.13.0\n2026-11-28T02:35:31Z (EngineCore_DP0 pid=192)"
+                 " INFO 11-28 02:35:31 [gpu_model_runner.py:3562] Starting to load model "
+                 "Qwen/Qwen3-8B...\n"}, "download (no progress printed)"),
+        # ... but not in 0.10, nor for a model on a path
+        ({"log": "2026-11-28T02:35:00Z (APIServer pid=1) INFO 11-28 02:35:00 [api_server.py:1805]"
+                 " vLLM API server version 0.10.1.1\n2026-11-28T02:35:31Z (EngineCore_0 pid=270)"
+                 " INFO 11-28 02:35:31 [gpu_model_runner.py:1953] Starting to load model "
+                 "Qwen/Qwen3-8B...\n"}, "weights load"),
+        ({"container": {"args": ["--model", "/models/qwen3-8b"]},
+          "log": "2026-11-28T02:35:31Z (EngineCore_DP0 pid=192) INFO 11-28 02:35:31 "
+                 "[gpu_model_runner.py:3562] Starting to load model /models/qwen3-8b...\n"},
+         "weights load"),
+        ({"log": "2026-11-28T02:35:31Z Downloading (incomplete total...):  43%|####     | "
+                 "6.4G/15.0G [04:10<05:30, 26.1MB/s]\n"}, "download (all files at 43%)"),
         ({"log": "hello\n"}, None), ({"unread": ["logs"]}, "UNKNOWN")],
+    "ready_probe": [({}, None), ({"container": {"startupProbe": PROBE}}, "startupProbe"),
+                    ({"container": {"readinessProbe": PROBE, "startupProbe": PROBE}},
+                     "readinessProbe")],
     "engine_stalled_seconds": [
         ({"log": "2026-11-28T02:10:02Z (APIServer pid=1) INFO 11-28 02:10:02 [api_server.py:1880] "
                  "Starting vLLM API server 0 on http://0.0.0.0:8000\n"

@@ -57,9 +57,24 @@ def test_vllm_flags_select_a_container_whatever_its_image(container: dict[str, A
     ({"app.kubernetes.io/name": "vllm-router"}, None),
     ({"app.kubernetes.io/component": "llminferenceservice-router-scheduler"}, None),
     ({"app": "llama-chat"}, None),
+    # a Helm release named vllm labels every pod of its chart: its redis, the open-webui
+    # in front of it; group labels select only a pod that asks for a GPU
+    ({"app.kubernetes.io/instance": "vllm", "app.kubernetes.io/name": "redis"}, None),
+    ({"app.kubernetes.io/name": "open-webui", "app.kubernetes.io/part-of": "vllm"}, None),
+    ({"app": "vllm"}, None),
 ])
 def test_labels_that_name_vllm(labels: dict[str, str], expected: str | None) -> None:
     assert selection.labels_name_vllm(_pod([], labels)) == expected
+
+
+@pytest.mark.parametrize("key", ["app.kubernetes.io/instance", "app.kubernetes.io/part-of",
+                                 "app"])
+def test_group_labels_name_vllm_on_a_pod_that_asks_for_a_gpu(key: str) -> None:
+    gpu = {"name": "server", "image": FORK, "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+    assert selection.labels_name_vllm(_pod([gpu], {key: "vllm"})) == \
+        f"{key}=vllm (and the pod asks for a GPU)"
+    cpu = {"name": "redis", "image": "docker.io/bitnami/redis:7.4.1"}
+    assert selection.labels_name_vllm(_pod([cpu], {key: "vllm"})) is None
 
 
 def test_a_label_selects_the_server_container_not_the_sidecar() -> None:
@@ -101,6 +116,8 @@ def test_fork_flags_label_and_log_head_are_triaged_live(tmp_path: Path) -> None:
     assert found["mistral-3c4d5e6f7a-w2x8k"] == (["vllm"], [])
     assert found["llama-chat-9a8b7c6d5e-p7r4t"][1] == ["model-download-failed"]
     assert "embed-indexer-5b6c7d8e9f-q3z9m" not in found
+    # the release "vllm"'s redis and the open-webui part of it are not vLLM servers
+    assert "vllm-redis-master-0" not in found and "open-webui-6c7d8e9f0a-b2c3d" not in found
     assert any("embed-indexer-5b6c7d8e9f-q3z9m" in w and "crash-looping" in w
                for w in report["warnings"]), report["warnings"]
     # the head of llama-chat's log was read with limitBytes and no tailLines

@@ -97,3 +97,26 @@ def test_a_hung_engine_is_named_and_its_busy_twin_is_not() -> None:
     evidence = "\n".join(hung[0]["evidence"])
     assert "shared-memory broadcast wait(s)" in evidence and "0.0 tokens/s" in evidence
     assert by_pod["vllm-qwen32b-4b5c6d7e8f-f5j9w"] == []
+
+
+def test_a_silent_weights_download_is_not_a_stall_until_it_outlasts_the_model() -> None:
+    """vLLM prints nothing while it downloads the weights: a 70B first download 21 minutes
+    in (vLLM 0.10, after 'Using model weights format') and a 30B one 26 minutes in (vLLM
+    0.13, after 'Starting to load model') are downloads; an 8B one silent for 3 hours is
+    stalled, with the threshold the model's size gives. A start without readiness or
+    startup probe is Ready to Kubernetes, and still stalled at NCCL set-up."""
+    run = run_cli("analyze", str(FIXTURES / "startup-silent-download"), "-o", "json")
+    assert run.code == 1, run.stderr
+    by_pod = {p["name"]: p["findings"] for p in run.json()["pods"]}
+    for downloading in ("vllm-llama70b-dl-7b8c9d0e1f-h3k5m", "vllm-qwen3-30b-4d5e6f7a8b-p9r2t"):
+        assert by_pod[downloading] == [], (downloading, by_pod[downloading])
+    stuck = next(f for f in by_pod["vllm-llama8b-shared-9c0d1e2f3a-w4x6z"]
+                 if f["id"] == "startup-stalled")
+    evidence = "\n".join(stuck["evidence"])
+    assert stuck["severity"] == "critical"
+    assert "download (no progress printed)" in evidence and "3h06m28s" in evidence
+    assert "40 x model_weights_gib + 1800 = 2396 seconds" in evidence
+    no_probe = by_pod["vllm-mixtral-5a6b7c8d9e-k2m4n"]
+    assert [(f["id"], f["severity"]) for f in no_probe] == [("startup-stalled", "critical")]
+    evidence = "\n".join(no_probe[0]["evidence"])
+    assert "NCCL / distributed init" in evidence and "no readinessProbe and no startupProbe" in evidence

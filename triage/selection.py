@@ -9,7 +9,9 @@ KServe's Hugging Face runtime unless told to use another backend), or when
 its args carry vLLM's own engine flags (a company build or a fork of
 ``vllm/vllm-openai`` whose entrypoint is ``vllm serve`` and whose args are
 only ``--model ... --gpu-memory-utilization 0.9``). A pod is a vLLM server
-when its labels say so (``app.kubernetes.io/name: vllm``, KServe's
+when its labels say so (``app.kubernetes.io/name: vllm``; the release or group
+labels ``app.kubernetes.io/instance``, ``part-of`` and ``app`` only with a GPU
+request, since a Helm release named vllm labels its redis too; KServe's
 LLMInferenceService workload, llm-d's roles, the production-stack's engine,
 a LeaderWorkerSet named for vLLM), or when the first lines of a container's
 log are vLLM's own (``is_vllm_log_head``; the collector reads them, see
@@ -70,10 +72,16 @@ VLLM_FLAGS = frozenset({
 
 # Labels whose value names what the pod runs; "vllm" as a word in it selects the pod.
 _NAMING_LABELS = (
-    "app.kubernetes.io/name", "app.kubernetes.io/component", "app.kubernetes.io/instance",
-    "app.kubernetes.io/part-of", "app", "component", "llm-d.ai/engine-type",
-    "serving.kserve.io/servingruntime", "leaderworkerset.sigs.k8s.io/name",
+    "app.kubernetes.io/name", "app.kubernetes.io/component", "component",
+    "llm-d.ai/engine-type", "serving.kserve.io/servingruntime",
+    "leaderworkerset.sigs.k8s.io/name",
 )
+# Labels that name a group rather than the program: the Helm release
+# (app.kubernetes.io/instance), the application it belongs to (part-of), and the loose
+# `app`. A release named "vllm" labels its redis and open-webui pods too, so these
+# select a pod only when it asks for a GPU; a vLLM pod without one is still found by
+# its log's first lines (it fails, so its head is read).
+_GROUP_LABELS = ("app.kubernetes.io/instance", "app.kubernetes.io/part-of", "app")
 _NAMES_VLLM = regex.compile(r"(?i)(?:^|[-_./])vllm(?:$|[-_./])")
 # ... unless the value says it is what sits around a server (a router, a load generator,
 # this tool's own watch).
@@ -135,10 +143,12 @@ def labels_name_vllm(pod: Obj) -> str | None:
     labels = meta(pod).get("labels")
     if not isinstance(labels, dict):
         return None
-    for key in _NAMING_LABELS:
+    gpu = any(gpu_request(c) for c in containers(pod))
+    for key in _NAMING_LABELS + (_GROUP_LABELS if gpu else ()):
         value = str(labels.get(key) or "")
         if _NAMES_VLLM.search(value) and not _NOT_A_SERVER_LABEL.search(value):
-            return f"{key}={value}"
+            return f"{key}={value}" + ("" if key in _NAMING_LABELS else
+                                       " (and the pod asks for a GPU)")
     for key, rx in _SERVER_LABELS:
         value = str(labels.get(key) or "")
         if value and rx.search(value):

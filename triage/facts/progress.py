@@ -14,7 +14,14 @@ stats line ("Engine 000: Avg prompt throughput: X tokens/s, Avg generation
 throughput: Y tokens/s, Running: N reqs, ...", v1/metrics/loggers.py, V0
 engine/metrics.py) and the shared-memory broadcast queue's wait ("No
 available shared memory broadcast block found in 60 second(s).",
-distributed/device_communicators/shm_broadcast.py).
+distributed/device_communicators/shm_broadcast.py). A weights download prints
+nothing of vLLM's own (model_loader/weight_utils.py download_weights_from_hf:
+"Using model weights format [...]" at INFO up to 0.11, DEBUG later, then
+snapshot_download with tqdm_class=DisabledTqdm, then "Time spent downloading
+weights for ..."). huggingface_hub 0.x still prints its per-file bars
+("model-00003-of-00004.safetensors:  43%|..."); from 1.2 its one bar for the
+snapshot ("Downloading (incomplete total...)") takes vLLM's disabled class, so
+nothing is printed (the bar shows in an init container's `hf download`).
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from triage.facts import LOG_QUERIES, ContainerContext, Measured, Unmeasurable, 
 from triage.logs import Hit, LogIndex, LogLine, Query
 from triage.snapshot import CURRENT
 
+DOWNLOAD_SILENT = "download (no progress printed)"
 # Start-up milestones, in the order a start reaches them; the last one seen is where
 # the start is. Each is answered by the scan's one pass (its last match kept).
 _MILESTONES: tuple[tuple[str, regex.Pattern[str]], ...] = (
@@ -38,11 +46,19 @@ _MILESTONES: tuple[tuple[str, regex.Pattern[str]], ...] = (
         r"\bNCCL INFO\b|vLLM is using nccl==|Found nccl from library|world size \d+ is "
         r"assigned as|init_distributed_environment|Connected all (?:rings|trees)|"
         r"custom_all_reduce|shm_broadcast\.py")),
+    # The hub's own progress bars: per file (huggingface_hub 0.x), or one bar for the
+    # whole snapshot (>= 1.2 "Downloading (incomplete total...)", later "Reconstructing
+    # (incomplete total...)" beside "Downloading bytes").
     ("download", regex.compile(
         r"(?i)Fetching \d+ files|Downloading (?:shards|model|\S+\.safetensors)|"
-        r"\.safetensors:\s+\d+%|download(?:ing)? weights")),
+        r"\.safetensors:\s+\d+%|download(?:ing)? weights|"
+        r"(?:Downloading|Reconstructing) \(incomplete total\.\.\.\)|Downloading bytes:")),
+    # weight_utils.download_weights_from_hf logs the format, then downloads with its
+    # progress bars disabled (DisabledTqdm) and says nothing until "Time spent
+    # downloading weights for ...".
+    (DOWNLOAD_SILENT, regex.compile(r"Using model weights format")),
     ("weights load", regex.compile(
-        r"Starting to load model|Loading model from scratch|Using model weights format|"
+        r"Starting to load model|Loading model from scratch|Time spent downloading weights|"
         r"Loading (?:safetensors|pt|np_cache) checkpoint shards|Loading safetensors using "
         r"Runai|Loading weights took|Model loading took|Loading model weights took")),
     ("torch.compile", regex.compile(
@@ -52,25 +68,43 @@ _MILESTONES: tuple[tuple[str, regex.Pattern[str]], ...] = (
         r"# (?:GPU|cuda|xpu|hpu) blocks:|Maximum concurrency for")),
     ("CUDA graph capture", regex.compile(
         r"Capturing CUDA graph|Capturing cudagraphs|Graph capturing finished")),
+    # Serving: the server's start lines, and what only a serving server prints (the
+    # periodic stats line, an HTTP access line: the port opens when the engine is
+    # ready), for a log read whose start scrolled out of the tail.
     ("ready", regex.compile(
         r"Starting vLLM (?:API )?server|Application startup complete|Uvicorn running on|"
-        r"Available routes are:")),
+        r"Available routes are:|Avg prompt throughput: [\d.]+ tokens/s|"
+        r"\"(?:GET|POST|PUT|DELETE|HEAD|OPTIONS) /\S* HTTP/[\d.]+\" \d{3}\b")),
 )
 _MILESTONE_QUERIES = tuple((name, LOG_QUERIES.add(Query(rx, None)))
                            for name, rx in _MILESTONES)
 _SHARDS = regex.compile(r"checkpoint shards:\s+(\d+)% Completed \| (\d+)/(\d+)")
 _DOWNLOAD = regex.compile(r"(\S+\.safetensors):\s+(\d+)%")
+_DOWNLOAD_ALL = regex.compile(
+    r"(?:Downloading|Reconstructing) \(incomplete total\.\.\.\):\s+(\d+)%")
+# V1's model runner (V0's too) says it starts loading. Up to 0.11 weight_utils then logs
+# "Using model weights format" at INFO before it downloads; later versions log it at
+# DEBUG, so after "Starting to load model" of a hub model the download prints nothing
+# (vLLM 0.13: "Starting to load model Qwen/Qwen3-30B-A3B-FP8...", 14 minutes of nothing,
+# "Time spent downloading weights for ...: 826.33 seconds").
+_LOAD_START = regex.compile(r"Starting to load model|Loading model from scratch")
+_FORMAT_AT_DEBUG_FROM = (0, 12)
+VERSION = LOG_QUERIES.add(Query(regex.compile(
+    r"vLLM API server version (\d+)\.(\d+)|Initializing (?:a V1 LLM engine|an LLM engine) "
+    r"\(v(\d+)\.(\d+)"), None))
 
 # Hang signals while serving, and what shows progress.
 _SHM_WAIT = regex.compile(
     r"No available shared memory broadcast block found in (\d+) seconds?")
 _STATS = regex.compile(
     r"Avg generation throughput: ([\d.]+) tokens/s, Running: (\d+) reqs")
-_SERVED = regex.compile(r"\"(?:POST|GET) /v1/\S+ HTTP/[\d.]+\" 200\b")
+# uvicorn's access line ("POST /v1/chat/completions HTTP/1.1" 200 OK) is not progress: it
+# is written when the response starts, so a streaming request to a hung engine logs 200,
+# and so does a router's GET /v1/models poll. Only a stats line that shows tokens
+# generated (or nothing left running) ends a stall.
 _KEPT = 64
 SHM_WAITS = LOG_QUERIES.add(Query(_SHM_WAIT, None), keep_last=_KEPT)
 STATS = LOG_QUERIES.add(Query(_STATS, None), keep_last=_KEPT)
-SERVED = LOG_QUERIES.add(Query(_SERVED, None), keep_last=1)
 
 
 def _anchor(ctx: ContainerContext) -> datetime | None:
@@ -103,6 +137,20 @@ def _span(secs: float) -> str:
                                               f"{minutes}m" if minutes else "")
     text += f"{seconds:02d}s" if text else f"{seconds}s"
     return f"{text} ({secs:.0f} s)" if whole >= 60 else f"{secs:.0f} s"
+
+
+@fact("ready_probe", unit="text", scope="container",
+      doc="the probe the kubelet waits on before it marks the container Ready: "
+          "readinessProbe, else startupProbe; None without either, when Kubernetes marks "
+          "the container Ready as soon as it runs, whatever its start is doing")
+def ready_probe(ctx: ContainerContext) -> Measured:
+    for kind in ("readinessProbe", "startupProbe"):
+        if ctx.container.get(kind):
+            return Measured(kind, f"container {ctx.name} is Ready only once its {kind} "
+                                  "succeeds", (ctx.field(kind),))
+    return Measured(None, f"container {ctx.name} has no readinessProbe and no startupProbe: "
+                          "Kubernetes marks it Ready as soon as it runs, so Ready says "
+                          "nothing about its start", (ctx.field("readinessProbe"),))
 
 
 def _current_log(ctx: ContainerContext) -> LogIndex | None:
@@ -155,24 +203,62 @@ def log_silent_seconds(ctx: ContainerContext) -> Measured:
                           f"{last.number}: {last.message.strip()[:100]}); line times: {how}")
 
 
-def _milestone_label(name: str, hit: Hit) -> str:
+def _silent_download_after_load_start(ctx: ContainerContext, index: LogIndex) -> str | None:
+    """Why a hub download may follow "Starting to load model" with nothing printed; None
+    when the model is a path or an object store URL (nothing to download) or the log's
+    vLLM prints the weights format at INFO before a download (<= 0.11)."""
+    model = ctx.engine.model or ""
+    if model.startswith(("/", "./", "file:")) or "://" in model:
+        return None
+    version = None
+    for hit in index.result(VERSION).last:
+        major, minor = hit.groups[1] or hit.groups[3], hit.groups[2] or hit.groups[4]
+        if major is not None and minor is not None:
+            version = (int(major), int(minor))
+    if version is not None and version < _FORMAT_AT_DEBUG_FROM:
+        return None
+    what = f"{model} is a hub model" if model else "the model is not known from the args"
+    seen = f"vLLM {version[0]}.{version[1]}" if version else "the vLLM version is not in the log"
+    return (f" ({what}, {seen}: from 0.12 vLLM logs the weights format at DEBUG, so a "
+            "hub download may follow with nothing printed until 'Time spent downloading "
+            "weights')")
+
+
+def _milestone_label(ctx: ContainerContext, index: LogIndex, name: str,
+                     hit: Hit) -> tuple[str, str]:
+    """The milestone as the fact names it, and what the evidence adds to explain it."""
     line = hit.line.message
     if name == "weights load":
         m = _SHARDS.search(line)
         if m:
-            return f"weights shard {m.group(2)}/{m.group(3)} ({m.group(1)}%)"
+            return f"weights shard {m.group(2)}/{m.group(3)} ({m.group(1)}%)", ""
+        why = _silent_download_after_load_start(ctx, index) \
+            if _LOAD_START.search(line) else None
+        if why:
+            return DOWNLOAD_SILENT, why
+    if name == DOWNLOAD_SILENT:
+        return DOWNLOAD_SILENT, (" (vLLM downloads the weights from the hub with its "
+                                 "progress bar disabled: with huggingface_hub >= 1.2 "
+                                 "nothing is printed until 'Time spent downloading "
+                                 "weights')")
     if name == "download":
         m = _DOWNLOAD.search(line)
         if m:
-            return f"download ({m.group(1)} at {m.group(2)}%)"
-    return name
+            return f"download ({m.group(1)} at {m.group(2)}%)", ""
+        m = _DOWNLOAD_ALL.search(line)
+        if m:
+            return f"download (all files at {m.group(1)}%)", ""
+    return name, ""
 
 
 @fact("startup_milestone", unit="text", scope="container",
       doc="the last start-up milestone the current log reached: CUDA init (engine "
-          "starting), NCCL / distributed init, download (file and percent), weights load or "
-          "weights shard N/M, torch.compile, KV cache sizing, CUDA graph capture, or ready; "
-          "None when the log shows none")
+          "starting), NCCL / distributed init, download (file and percent), 'download (no "
+          "progress printed)' (vLLM's 'Using model weights format' line, or its 'Starting to "
+          "load model' of a hub model, with nothing after: vLLM downloads with its progress "
+          "bars off), weights load or weights shard N/M, torch.compile, KV cache sizing, "
+          "CUDA graph capture, or ready (also a stats or HTTP access line: only a serving "
+          "server prints them); None when the log shows none")
 def startup_milestone(ctx: ContainerContext) -> Measured:
     index = _current_log(ctx)
     if index is None:
@@ -187,10 +273,10 @@ def startup_milestone(ctx: ContainerContext) -> Measured:
     if best is None:
         return Measured(None, f"the current log of {ctx.name} shows no start-up milestone")
     number, name, hit = best
-    label = "ready" if name == "ready" else _milestone_label(name, hit)
+    label, why = ("ready", "") if name == "ready" else _milestone_label(ctx, index, name, hit)
     return Measured(label, f"last start-up milestone of {ctx.name}: {label}, log line "
                            f"{number} at {_when(hit.line, _anchor(ctx))}: "
-                           f"{hit.line.message.strip()[:100]}")
+                           f"{hit.line.message.strip()[:100]}{why}")
 
 
 @fact("engine_stalled_seconds", unit="seconds", scope="container",
@@ -211,14 +297,13 @@ def engine_stalled_seconds(ctx: ContainerContext) -> Measured:
                               "before that is the start's, not the engine's")
     hits = sorted(
         [(h.line.number, "wait", h) for h in index.result(SHM_WAITS, _KEPT).last] +
-        [(h.line.number, "stats", h) for h in index.result(STATS, _KEPT).last] +
-        [(h.line.number, "served", h) for h in index.result(SERVED).last],
+        [(h.line.number, "stats", h) for h in index.result(STATS, _KEPT).last],
         key=lambda t: t[0])
     run: list[tuple[str, Hit]] = []
     for number, kind, hit in reversed(hits):
         progress = kind == "stats" and (float(hit.groups[1] or 0) > 0
                                         or int(hit.groups[2] or 0) == 0)
-        if number <= after or kind == "served" or progress:
+        if number <= after or progress:
             break
         run.append((kind, hit))
     if not run:
