@@ -101,11 +101,13 @@ def test_server_not_listening(tmp_path: Path) -> None:
         port = s.getsockname()[1]
     kc = write_kubeconfig(tmp_path / "kubeconfig", f"https://127.0.0.1:{port}")
     start = time.monotonic()
-    run = scan(kc, timeout=30)
+    run = scan(kc, timeout=90)
     elapsed = time.monotonic() - start
     clean(run, 3)
     one_line_error(run, f"127.0.0.1:{port}", "cannot reach")
-    assert elapsed < 8, elapsed
+    # No retrying a refused connection for the whole request timeout (30 s); the bound
+    # leaves room for a loaded machine's start-up.
+    assert elapsed < 25, elapsed
 
 
 def test_wrong_token(tmp_path: Path) -> None:
@@ -231,10 +233,10 @@ def test_ten_megabyte_line_and_binary_bytes(tmp_path: Path) -> None:
     add_pod(root, pod, log=log, metrics=METRICS_TEXT)
     with replay(root, tmp_path) as (_server, kc):
         start = time.monotonic()
-        run = scan(kc, timeout=60)
+        run = scan(kc, timeout=120)
         elapsed = time.monotonic() - start
     clean(run, 1)
-    assert elapsed < 20, elapsed
+    assert elapsed < 60, elapsed  # a hang guard; what it costs is bench/hostile.py's
     report = run.json()
     pods = {p["name"]: p for p in report["pods"]}
     oom = [f for f in pods[HEALTHY]["findings"] if f["id"] == "cuda-oom"]
@@ -278,13 +280,15 @@ def test_binary_metrics(tmp_path: Path) -> None:
 # --- slow servers -------------------------------------------------------------------------
 
 def test_request_timeout_against_a_slow_read(tmp_path: Path) -> None:
-    root = copy_fixture(tmp_path / "fx", faults={"slow": {"events": 10}})
+    # The events answer would take two minutes; a 2 s request timeout cuts it short
+    # (the bound leaves room for a loaded machine, far below the slow answer).
+    root = copy_fixture(tmp_path / "fx", faults={"slow": {"events": 120}})
     with replay(root, tmp_path) as (_server, kc):
         start = time.monotonic()
-        run = scan(kc, "--request-timeout", "2s", timeout=30)
+        run = scan(kc, "--request-timeout", "2s", timeout=150)
         elapsed = time.monotonic() - start
     clean(run, 1)
-    assert elapsed < 7, elapsed
+    assert elapsed < 40, elapsed
     report = run.json()
     hits = [u for u in report["unreadable"] if u["what"].startswith("events")]
     assert hits and "timed out" in hits[0]["reason"], report["unreadable"]
@@ -293,14 +297,14 @@ def test_request_timeout_against_a_slow_read(tmp_path: Path) -> None:
 
 
 def test_slow_pod_list_is_a_cluster_error(tmp_path: Path) -> None:
-    root = copy_fixture(tmp_path / "fx", faults={"slow": {"pods": 10}})
+    root = copy_fixture(tmp_path / "fx", faults={"slow": {"pods": 120}})
     with replay(root, tmp_path) as (_server, kc):
         start = time.monotonic()
-        run = scan(kc, "--request-timeout", "1s", timeout=30)
+        run = scan(kc, "--request-timeout", "1s", timeout=150)
         elapsed = time.monotonic() - start
     clean(run, 3)
     one_line_error(run, "timed out")
-    assert elapsed < 6, elapsed
+    assert elapsed < 40, elapsed
 
 
 # --- scope: -A and -l ---------------------------------------------------------------------

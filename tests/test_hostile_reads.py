@@ -151,10 +151,10 @@ def test_point_5_a_server_that_drips_one_byte_a_second(tmp_path: Path, kind: str
                         RUNNING_LOG.encode())
     with replay(root, tmp_path) as (_server, kc):
         start = time.monotonic()
-        run = scan(kc, "--request-timeout", "2s", timeout=60)
+        run = scan(kc, "--request-timeout", "2s", timeout=150)
         elapsed = time.monotonic() - start
     clean(run, 1)
-    assert elapsed < 15, elapsed
+    assert elapsed < 40, elapsed  # against 121 s before; room for a loaded machine
     report = run.json()
     timed_out = [u for u in report["unreadable"] if "within --request-timeout 2s" in u["reason"]]
     assert timed_out, report["unreadable"]
