@@ -115,7 +115,7 @@ def test_a_silent_weights_download_is_not_a_stall_until_it_outlasts_the_model() 
     evidence = "\n".join(stuck["evidence"])
     assert stuck["severity"] == "critical"
     assert "download (no progress printed)" in evidence and "3h06m28s" in evidence
-    assert "40 x model_weights_gib + 1800 = 2396 seconds" in evidence
+    assert "40 x model_weights_gib + 1800 seconds = 2396 seconds" in evidence
     no_probe = by_pod["vllm-mixtral-5a6b7c8d9e-k2m4n"]
     assert [(f["id"], f["severity"]) for f in no_probe] == [("startup-stalled", "critical")]
     evidence = "\n".join(no_probe[0]["evidence"])
