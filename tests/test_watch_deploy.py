@@ -180,6 +180,11 @@ def test_the_tools_own_lint_passes_and_never_takes_the_watch_for_vllm() -> None:
 
     run = run_cli("lint", "-k", str(BASE), "--fail-on", "info", "-o", "json")
     assert run.code == 0, run.stdout + run.stderr
+    # Every object read as the API server would: nothing dropped as of the wrong type
+    # (an RBAC rule's resources are names, not a container's resources).
+    text = run_cli("lint", "-k", str(BASE), "--fail-on", "info")
+    assert text.code == 0 and "0 finding(s)" in text.stdout + text.stderr
+    assert "wrong type" not in text.stdout + text.stderr, text.stdout + text.stderr
     doc = run.json()
     assert doc["findings"] == []
     (deploy,) = [s for s in doc["skipped"] if s["object"].startswith("Deployment/")]
