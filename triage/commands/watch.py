@@ -64,7 +64,7 @@ def watch(
     selector: SelectorOpt = None,
     interval: Annotated[str, typer.Option(
         "--interval", metavar="DURATION", help="Time between triage cycles, a Go duration "
-        "as kubectl takes it (30s, 1m30s, 2m; 1s to 24h); a vLLM pod's restart or readiness "
+        "as kubectl takes it (30s, 1m30s, 2m; at most 24h); a vLLM pod's restart or readiness "
         "change starts one sooner.")] = "60s",
     listen: Annotated[str, typer.Option(
         "--listen", metavar="HOST:PORT", help="Address to serve /metrics and /report on.")
