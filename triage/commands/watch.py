@@ -109,11 +109,16 @@ def watch(
         if all_contexts or len(contexts) > 1:
             from triage.collect.live import list_contexts
 
-            known = list_contexts(kubeconfig)  # an unreadable kubeconfig is exit 2
             if all_contexts:
                 if context:
                     raise InputError("give either --context or --all-contexts, not both")
+                known = list_contexts(kubeconfig)  # an unreadable kubeconfig is exit 2
                 contexts = list(known)
+            else:
+                try:
+                    known = list_contexts(kubeconfig)
+                except InputError:  # (several files in $KUBECONFIG): each loop says it
+                    known = [c for c in contexts if c]
             unknown = [c for c in contexts if c not in known]
             if unknown:
                 raise InputError(f"context {unknown[0]!r} not found in the kubeconfig; "
