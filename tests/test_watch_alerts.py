@@ -34,7 +34,7 @@ def test_promtool_check_rules(tmp_path: Path) -> None:
     proc = subprocess.run([promtool, "check", "rules", str(_rules(tmp_path))],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "SUCCESS: 5 rules found" in proc.stdout
+    assert "SUCCESS: 6 rules found" in proc.stdout
 
 
 def test_promtool_unit_tests_cover_every_alert(tmp_path: Path) -> None:
@@ -62,9 +62,28 @@ def test_finding_alerts_are_per_workload_and_finding_and_do_not_flap() -> None:
     for rule in findings:
         assert "by (cluster, namespace, workload, finding, severity, step)" in rule["expr"]
         assert rule["for"] and rule["keep_firing_for"]
-        assert {"summary", "description", "fix", "report_url"} <= set(rule["annotations"])
-        # Free text is never a label of the alert.
+        assert {"summary", "proof", "description", "fix", "report_url"} <= set(
+            rule["annotations"])
+        # Free text is never a label of the alert: it aggregates to bounded labels.
         assert set(rule["labels"]) == {"severity"}
+        # Every text an annotation takes from a series is cut, and the pods and fix
+        # numbers it lists are bounded.
+        annotations = rule["annotations"]
+        for key, label in (("summary", "title"), ("proof", "proof"), ("fix", "fix")):
+            assert 'reReplaceAll "^(.{' in annotations[key] and "…" in annotations[key]
+            assert f".Labels.{label}" in annotations[key]
+        assert "if lt $i 10" in annotations["description"]
+        assert "if lt $i 8" in annotations["fix"]
+
+
+def test_the_watch_itself_is_alerted_on_when_absent_or_stale() -> None:
+    rules = {r["alert"]: r for g in yaml.safe_load(RULE.read_text())["spec"]["groups"]
+             for r in g["rules"] if "alert" in r}
+    assert rules["VllmTriageAbsent"]["expr"].strip() == "absent(vllm_triage_watch_info)"
+    stale = rules["VllmTriageStale"]["expr"]
+    # In the watch's own intervals, not a fixed time.
+    assert "3 * max by (cluster) (vllm_triage_interval_seconds)" in stale
+    assert "time() - max by (cluster) (vllm_triage_last_complete_scan_timestamp_seconds)" in stale
 
 
 def test_every_series_the_rules_name_is_one_the_watch_exports() -> None:

@@ -109,6 +109,20 @@ def test_service_and_servicemonitor_agree() -> None:
     assert endpoint["port"] == svc["spec"]["ports"][0]["name"]
     assert endpoint["path"] == "/metrics"
     assert endpoint["honorLabels"] is True  # the series' namespace/pod are the vLLM pod's
+    # Prometheus Operator finds the Service in the watch's own namespace.
+    assert mon["spec"]["namespaceSelector"] == {"matchNames": [svc["metadata"]["namespace"]]}
+    assert svc["metadata"]["namespace"] == deploy["metadata"]["namespace"] == "vllm-triage"
+
+
+def test_one_watcher_at_a_time() -> None:
+    """A RollingUpdate would run two watchers during a rollout: twice the API reads and
+    every series twice. Recreate stops the old one first (it exits within seconds of
+    SIGTERM, well inside the grace period)."""
+    (deploy,) = by_kind("Deployment")
+    assert deploy["spec"]["replicas"] == 1
+    assert deploy["spec"]["strategy"] == {"type": "Recreate"}
+    grace = deploy["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+    assert grace >= 10
 
 
 def _role() -> dict[str, Any]:
@@ -166,6 +180,11 @@ def test_the_tools_own_lint_passes_and_never_takes_the_watch_for_vllm() -> None:
 
     run = run_cli("lint", "-k", str(BASE), "--fail-on", "info", "-o", "json")
     assert run.code == 0, run.stdout + run.stderr
+    # Every object read as the API server would: nothing dropped as of the wrong type
+    # (an RBAC rule's resources are names, not a container's resources).
+    text = run_cli("lint", "-k", str(BASE), "--fail-on", "info")
+    assert text.code == 0 and "0 finding(s)" in text.stdout + text.stderr
+    assert "wrong type" not in text.stdout + text.stderr, text.stdout + text.stderr
     doc = run.json()
     assert doc["findings"] == []
     (deploy,) = [s for s in doc["skipped"] if s["object"].startswith("Deployment/")]

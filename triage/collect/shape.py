@@ -88,6 +88,8 @@ _IN_LIST: dict[str, dict[str, str]] = {
 # object, but "model" is a plain label elsewhere (a Service selector's model: llama3).
 _UNDER: dict[str, dict[str, str]] = {
     "predictor": {"model": _OBJECT},
+    # An RBAC rule's resources are names (pods, pods/log), not a container's resources.
+    "rules": {"resources": _STRINGS},
 }
 # A Service's spec.selector is a string map, a workload's a LabelSelector: under
 # "selector", only a LabelSelector's own keys keep their types, any other is a label.

@@ -1,12 +1,17 @@
-"""The last complete cycle of every cluster as Prometheus metric families.
+"""The triage of every cluster as Prometheus metric families.
 
 A custom collector, not gauges set and left behind: each scrape is built
-from the last complete cycle alone, so a finding that cleared is gone from
-the next scrape (no stale series to reset). Label values are bounded: names
-of Kubernetes objects that exist, finding ids and titles from the pattern
-files, enums (severity, verdict, read kind); never log text or another
-free-form value from the cluster. Series per finding and fix are capped;
-what is dropped is counted.
+from the cycles' state alone, so a finding that cleared is gone from the
+next scrape (no stale series to reset). The findings are those of the last
+cycle that decided them (``cycle``: a partial cycle never clears what it
+could not evaluate); the checklist, pods and scan duration are those of the
+last complete cycle. Label values are bounded: names of Kubernetes objects
+that exist, finding ids and titles from the pattern files, enums (severity,
+verdict, read kind). The one exception, ``vllm_triage_finding_text``,
+carries the proving line and the fix of each open workload finding for the
+alerts' annotations: one series per open (workload, finding), each text one
+line of at most 240 characters, fixed while the finding stays open. Series
+per finding, fix and text are capped; what is dropped is counted.
 """
 
 from __future__ import annotations
@@ -14,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-import regex
 from prometheus_client import ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector, CollectorRegistry
@@ -24,21 +28,7 @@ from triage.results import Verdict
 from triage.watch.cycle import ClusterStatus, ClusterWatch
 
 VERDICTS = tuple(v.value for v in Verdict)
-MAX_SERIES = 20_000  # finding and fix-value series together, per scrape
-_NAME = regex.compile(r"[^a-zA-Z0-9_]")
-
-
-def _fix_values(finding: dict[str, Any]) -> Iterator[tuple[str, float]]:
-    """The numbers of a finding's computed fix (JSON ``fix.values``), e.g. the
-    --max-model-len that fits; non-numeric values are not series."""
-    fix = finding.get("fix")
-    values = fix.get("values") if isinstance(fix, dict) else None
-    if not isinstance(values, dict):
-        return
-    for name, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            continue
-        yield _NAME.sub("_", str(name))[:64], float(value)
+MAX_SERIES = 20_000  # finding, fix-value and text series together, per scrape
 
 
 class ReportCollector(Collector):
@@ -52,8 +42,9 @@ class ReportCollector(Collector):
         cl = ["cluster"]
         place = [*cl, "namespace", "workload", "pod", "finding"]
         finding = GaugeMetricFamily(
-            "vllm_triage_finding", "An open finding of the last complete triage (1 per finding "
-            "per pod).", labels=[*place, "severity", "step"])
+            "vllm_triage_finding", "An open finding (1 per finding per pod): the last complete "
+            "triage's, moved by a partial one only where it decided.",
+            labels=[*place, "severity", "step"])
         info = GaugeMetricFamily(
             "vllm_triage_finding_info", "Title of each finding id that is open (from its "
             "pattern file; constant per id).", labels=["finding", "severity", "step", "title"])
@@ -67,24 +58,41 @@ class ReportCollector(Collector):
             "vllm_triage_scan_duration_seconds", "Wall time of the last complete triage cycle.",
             labels=cl)
         failed = GaugeMetricFamily(
-            "vllm_triage_read_failures", "API reads that failed in the last complete cycle, by "
-            "kind.", labels=[*cl, "kind"])
+            "vllm_triage_read_failures", "API reads that failed in the last cycle, by kind (a "
+            "cycle with any is partial; none after a cycle that could not start).",
+            labels=[*cl, "kind"])
+        failed_total = CounterMetricFamily(
+            "vllm_triage_reads_failed", "API reads that failed, by kind, over every cycle.",
+            labels=[*cl, "kind"])
         last = GaugeMetricFamily(
             "vllm_triage_last_complete_scan_timestamp_seconds", "Unix time the last complete "
-            "triage cycle ended.", labels=cl)
+            "triage cycle (every read answered) ended.", labels=cl)
         ok = GaugeMetricFamily(
-            "vllm_triage_last_cycle_success", "1 when the last cycle completed, 0 when it "
-            "failed (the last complete report is served meanwhile).", labels=cl)
+            "vllm_triage_last_cycle_success", "1 when the last cycle was complete; 0 when it was "
+            "partial (reads failed) or failed (the last complete report is served meanwhile).",
+            labels=cl)
         cycles = CounterMetricFamily(
-            "vllm_triage_cycles", "Triage cycles run, by result.", labels=[*cl, "result"])
+            "vllm_triage_cycles", "Triage cycles run, by result: ok (complete), partial (reads "
+            "failed), failed.", labels=[*cl, "result"])
+        interval = GaugeMetricFamily(
+            "vllm_triage_interval_seconds", "The watch's --interval (the alerts' staleness "
+            "bound is a few of them).", labels=cl)
         pods = GaugeMetricFamily(
             "vllm_triage_pods", "vLLM pods triaged in the last complete cycle.", labels=cl)
+        carried = GaugeMetricFamily(
+            "vllm_triage_findings_carried", "Open findings kept from an earlier cycle because "
+            "the last (partial) cycle could not evaluate them.", labels=cl)
+        text = GaugeMetricFamily(
+            "vllm_triage_finding_text", "The proving line and the fix of an open finding of a "
+            "workload, for the alerts' annotations (one line each, at most 240 characters, "
+            "fixed while the finding stays open).",
+            labels=[*cl, "namespace", "workload", "finding", "proof", "fix"])
         watch_up = GaugeMetricFamily(
             "vllm_triage_pod_watch_up", "1 while the pod watch that triggers early cycles is "
             "open; 0 when it failed and the interval alone paces the cycles.", labels=cl)
         dropped = GaugeMetricFamily(
-            "vllm_triage_series_dropped", "Finding and fix series left out of this scrape over "
-            f"the cap of {self.max_series}.", labels=cl)
+            "vllm_triage_series_dropped", "Finding, fix and text series left out of this scrape "
+            f"over the cap of {self.max_series}.", labels=cl)
         watch_info = GaugeMetricFamily(
             "vllm_triage_watch_info", "The watch: its version and where its report is served.",
             labels=[*cl, "version", "report_url"])
@@ -94,47 +102,56 @@ class ReportCollector(Collector):
             status: ClusterStatus = watch.status
             name = status.name
             watch_info.add_metric([name, __version__, self.report_url], 1)
-            cycles.add_metric([name, "ok"], status.cycles["ok"])
-            cycles.add_metric([name, "failed"], status.cycles["failed"])
+            for result in ("ok", "partial", "failed"):
+                cycles.add_metric([name, result], status.cycles[result])
             ok.add_metric([name], 1 if status.last_cycle_ok else 0)
+            interval.add_metric([name], watch.interval)
             watcher = watch.watcher
             watch_up.add_metric([name], 1 if watcher is not None and watcher.status.up else 0)
-            good = status.last_good
-            if good is None:
-                continue
-            duration.add_metric([name], good.duration)
-            last.add_metric([name], good.finished_at)
-            pods.add_metric([name], good.pods)
-            for kind, count in sorted(good.failed_reads.items()):
+            for kind, count in sorted(status.read_failures.items()):
                 failed.add_metric([name, kind], count)
-            doc = good.document
-            scope = doc.get("namespace") or "all-namespaces"
-            for s in doc.get("checklist") or []:
-                for verdict in VERDICTS:
-                    step.add_metric([name, scope, str(s["step"]), verdict],
-                                    1 if s["verdict"] == verdict else 0)
+            for kind, count in sorted(status.reads_failed.items()):
+                failed_total.add_metric([name, kind], count)
+            good = status.last_complete
+            if good is not None:
+                duration.add_metric([name], good.duration)
+                last.add_metric([name], good.finished_at)
+                pods.add_metric([name], good.pods)
+                doc = good.document
+                scope = doc.get("namespace") or "all-namespaces"
+                for s in doc.get("checklist") or []:
+                    for verdict in VERDICTS:
+                        step.add_metric([name, scope, str(s["step"]), verdict],
+                                        1 if s["verdict"] == verdict else 0)
+            if status.last_cycle == "":
+                continue
             lost = 0
-            for pod in doc.get("pods") or []:
-                workload = pod.get("owner") or f"Pod/{pod['name']}"
-                for f in pod.get("findings") or []:
-                    where = [name, pod["namespace"], workload, pod["name"], f["id"]]
+            texts_shown: set[tuple[str, str, str]] = set()
+            carried.add_metric([name], sum(1 for o in status.findings if o.carried))
+            for o in status.findings:
+                where = [name, o.namespace, o.workload, o.pod, o.id]
+                said = status.texts.get(o.card_key)
+                wanted: list[tuple[GaugeMetricFamily, list[str], float]] = [
+                    (finding, [*where, o.severity, str(o.step)], 1)]
+                wanted += [(fix, [*where, value_name], value)
+                           for value_name, value in o.fix_values]
+                if said is not None and o.card_key not in texts_shown:
+                    texts_shown.add(o.card_key)  # one per workload and finding
+                    wanted.append((text, [name, o.namespace, o.workload, o.id, said.proof,
+                                          said.fix], 1))
+                for family, labels, value in wanted:
                     if budget <= 0:
-                        lost += 1 + sum(1 for _ in _fix_values(f))  # and its fix's series
+                        lost += 1
                         continue
                     budget -= 1
-                    finding.add_metric([*where, f["severity"], str(f["step"])], 1)
-                    titles[f["id"]] = (f["severity"], str(f["step"]), f["title"])
-                    for value_name, value in _fix_values(f):
-                        if budget <= 0:
-                            lost += 1
-                            continue
-                        budget -= 1
-                        fix.add_metric([*where, value_name], value)
+                    family.add_metric(labels, value)
+                    if family is finding:
+                        titles[o.id] = (o.severity, str(o.step), o.title)
             dropped.add_metric([name], lost)
         for fid, (severity, step_no, title) in sorted(titles.items()):
             info.add_metric([fid, severity, step_no, title], 1)
-        yield from (finding, info, fix, step, duration, failed, last, ok, cycles, pods,
-                    watch_up, dropped, watch_info)
+        yield from (finding, info, fix, text, step, duration, failed, failed_total, last, ok,
+                    cycles, interval, pods, carried, watch_up, dropped, watch_info)
 
 
 def registry(clusters: Iterable[ClusterWatch], report_url: str = "") -> CollectorRegistry:

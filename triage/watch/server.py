@@ -3,9 +3,11 @@
 /metrics is the exposition of the last complete cycle of every cluster
 (``exposition``); /report, /report.json and /report.md are that cycle's
 report, rendered by the same writers as ``scan`` (several clusters: one
-report with a section per cluster). /healthz says the process serves;
-/readyz says every cluster has a complete report to serve. Only GET and
-HEAD are answered.
+report with a section per cluster). /healthz says the process serves and
+every triage loop runs (liveness); /readyz says every cluster has a complete
+cycle that ended at most three intervals ago (a watch whose cycles all fail,
+the API server unreachable or the credentials refused, is not ready). Only
+GET and HEAD are answered.
 """
 
 from __future__ import annotations
@@ -43,8 +45,8 @@ def render_report(clusters: list[ClusterWatch], fmt: str) -> str | None:
         text = None
     else:
         text = render_sections([ClusterReport(name, r, "" if r is not None else
-                                              "no complete cycle yet")
-                                for name, r in reports], fmt)
+                                              w.unserved_reason())
+                                for w, (name, r) in zip(clusters, reports, strict=True)], fmt)
     stale = [r.warnings[0] for w, (_n, r) in zip(clusters, reports, strict=True)
              if r is not None and not w.status.last_cycle_ok]
     if text is None or not stale:
@@ -111,7 +113,8 @@ class _Handler(BaseHTTPRequestHandler):
             with srv.lock:
                 text = render_report(srv.clusters, fmt)
             if text is None:
-                self._send(503, b"no complete triage cycle yet\n", "text/plain; charset=utf-8",
+                why = "".join(f"{w.status.name}: {w.unserved_reason()}\n" for w in srv.clusters)
+                self._send(503, why.encode("utf-8", "replace"), "text/plain; charset=utf-8",
                            {"Retry-After": "10"})
                 return
             stale = [w.status.name for w in srv.clusters if not w.status.last_cycle_ok]
@@ -123,12 +126,12 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._send(500, b"a triage loop has stopped\n", "text/plain; charset=utf-8")
         elif path == "/readyz":
-            waiting = [w.status.name for w in srv.clusters if w.status.last_good is None]
-            if waiting:
-                self._send(503, f"no complete triage cycle yet: {', '.join(waiting)}\n".encode(),
-                           "text/plain; charset=utf-8")
-            else:
+            states = [(w.status.name, *w.readiness()) for w in srv.clusters]
+            if all(ready for _name, ready, _why in states):
                 self._send(200, b"ok\n", "text/plain; charset=utf-8")
+            else:
+                why = "".join(f"{name}: {said}\n" for name, ready, said in states if not ready)
+                self._send(503, why.encode("utf-8", "replace"), "text/plain; charset=utf-8")
         elif path == "/":
             self._send(200, b'<!DOCTYPE html><html><body><h1>vllm-triage watch</h1><ul>'
                        b'<li><a href="/report">report</a> (<a href="/report.json">json</a>, '
