@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from triage.checklist.base import Inputs, Step, label
 from triage.facts import ContainerContext
+from triage.facts.engine import stats_summary
 from triage.results import StepResult, Verdict
 from triage.rules.evaluate import PodDiagnosis
 
@@ -149,15 +150,12 @@ def _latency_line(pod: PodDiagnosis, ctx: ContainerContext) -> str:
 
 def _recent_queue(ctx: ContainerContext) -> list[str]:
     """The queue as vLLM's own stats lines said it in the last minutes (without Prometheus:
-    a histogram since the server started cannot say what happens now)."""
+    a histogram since the server started cannot say what happens now), as one series with
+    its source and age; stale lines are said as such, never as "now"."""
     if ctx.window is not None:
         return []
-    out = []
-    for name in ("recent_requests_waiting", "recent_kv_cache_usage"):
-        f = ctx.fact(name)
-        if f.known and f.value is not None:
-            out.append(f.evidence)
-    return out
+    line = stats_summary(ctx)
+    return [line] if line else []
 
 
 def _since_start(inputs: Inputs) -> list[str]:
@@ -212,7 +210,7 @@ class P99Latency(Step):
                         if name.startswith(_LATENCY)]
             ev.append(_latency_line(pod, ctx))
             ev.append(f"  {ctx.fact('max_num_batched_tokens').evidence}")
-            ev += [f"  now: {line}" for line in _recent_queue(ctx)]
+            ev += [f"  {line}" for line in _recent_queue(ctx)]
         if unknown:  # a latency that could not be computed is never a pass
             return self.result(Verdict.UNKNOWN, list(dict.fromkeys(unknown)) + ev)
         return self.result(Verdict.PASS, ev + _prometheus_note(inputs) + _since_start(inputs))
@@ -276,7 +274,7 @@ class AutoscaleTarget(Step):
         ev = list(scalers)
         for pod, ctx in _with_metrics(inputs):
             ev.append(_queue_line(pod, ctx))
-            ev += [f"  now: {line}" for line in _recent_queue(ctx)]
+            ev += [f"  {line}" for line in _recent_queue(ctx)]
         return self.result(Verdict.PASS, ev + _prometheus_note(inputs) + _since_start(inputs))
 
 
