@@ -115,3 +115,20 @@ def test_cache_config_info_gives_the_kv_capacity(tmp_path: Path) -> None:
     pod = next(p for p in report["pods"] if p["name"] == POD)
     assert pod["gpu_budget"]["kv_cache_tokens"] == int(line.split(" tokens: ")[0]
                                                         .rsplit(" ", 1)[1].replace(",", ""))
+
+
+def test_findings_from_since_start_histograms_suggest_prometheus_in_every_format() -> None:
+    """Steps 5 and 7 decided by findings from one scrape's since-start counts suggest
+    --prometheus auto, in the table, markdown, html, json and yaml alike."""
+    fixture = str(Path("fixtures/request-queueing").resolve())
+    report = run_cli("analyze", fixture, "-o", "json").json()
+    for step in (report["checklist"][4], report["checklist"][6]):
+        assert step["verdict"] == "warn"
+        assert any("since the server started" in e and "--prometheus auto" in e
+                   for e in step["evidence"] if not e.startswith("  ")), step["evidence"]
+    for fmt in ("table", "markdown", "html", "yaml"):
+        out = run_cli("analyze", fixture, "-o", fmt, env={"COLUMNS": "200"}).stdout
+        assert out.count("--prometheus auto") >= 2, fmt
+    # A finding that rests on no metric (a CUDA OOM) suggests nothing.
+    oom = run_cli("analyze", str(Path("fixtures/cuda-oom").resolve()), "-o", "json").json()
+    assert not any("--prometheus" in e for s in oom["checklist"] for e in s["evidence"])

@@ -158,12 +158,21 @@ def _recent_queue(ctx: ContainerContext) -> list[str]:
     return [line] if line else []
 
 
+SINCE_START = ("judged from /metrics histograms since the server started, which can hide a "
+               "queue of the last minutes: --prometheus auto (or a URL) measures a window")
+
+
+def since_start(ctx: ContainerContext) -> bool:
+    """The container's metrics are one scrape's counts since the server started, and no
+    Prometheus was asked."""
+    return (ctx.metric_values() is not None and ctx.window is None
+            and ctx.snapshot.prometheus is None)
+
+
 def _since_start(inputs: Inputs) -> list[str]:
     """Say so when a step was judged from histograms since the server started."""
-    if any(ctx.window is None and ctx.snapshot.prometheus is None
-           for _, ctx in _with_metrics(inputs)):
-        return ["judged from /metrics histograms since the server started, which can hide a "
-                "queue of the last minutes: --prometheus auto (or a URL) measures a window"]
+    if any(since_start(ctx) for _, ctx in _with_metrics(inputs)):
+        return [SINCE_START]
     return []
 
 
