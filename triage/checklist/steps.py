@@ -71,12 +71,13 @@ class MaxModelLen(Step):
             setting = ctx.fact("max_model_len_set")
             kv, conc = ctx.fact("kv_cache_tokens"), ctx.fact("max_concurrency")
             reported = [f.evidence for f in (kv, conc) if f.value is not None]
-            if reported:
+            if reported:  # one fact per line: the setting, the capacity, the concurrency
                 confirmed = True
-                ev.append(f"{label(pod)}: {setting.evidence}; " + "; ".join(reported))
+                ev += [f"{label(pod)}: {line}" for line in (setting.evidence, *reported)]
             elif setting.value:
-                ev.append(f"{label(pod)}: {setting.evidence}; no KV cache capacity line in the "
-                          "logs read, so whether it fits is not confirmed")
+                ev += [f"{label(pod)}: {setting.evidence}",
+                       f"{label(pod)}: no KV cache capacity line in the logs read, so whether "
+                       "it fits is not confirmed"]
         if not ev:
             return self.result(Verdict.UNKNOWN, [
                 "--max-model-len is not set and no vLLM start-up line reports the KV cache "
@@ -231,24 +232,42 @@ class ProbeTiming(Step):
     needs = ("events",)
 
     def judge(self, inputs: Inputs) -> StepResult:
-        ev = [f"{label(pod, ctx)}: {ctx.fact('observed_startup_seconds').evidence}; "
-              f"{ctx.fact('has_startup_probe').evidence}; {ctx.fact('liveness_probe').evidence}"
-              + _pull_time(ctx)
-              for pod, ctx in inputs.containers()]
+        ev: list[str] = []
+        unknown: list[str] = []
+        for pod, ctx in inputs.containers():
+            who = label(pod, ctx)
+            started = ctx.fact("observed_startup_seconds")
+            budget = ctx.fact("load_probe_budget_seconds")
+            lines = [started.evidence, ctx.fact("has_startup_probe").evidence]
+            if ctx.value("liveness_probe") is not None:
+                lines.append(ctx.fact("liveness_probe").evidence)
+            lines += _pull_time(ctx)
+            if started.value is None and budget.value is not None:
+                # A probe that can restart the container while the model loads, and no
+                # load time to hold it against: not a pass.
+                kind = "startupProbe" if ctx.value("has_startup_probe") else "livenessProbe"
+                unknown.append(f"{who}: the model load time is not known "
+                               f"({started.unknown or started.evidence}): whether the {kind}'s "
+                               f"{budget.value:.0f}s wait for the load is not known, and it "
+                               "restarts the container when they do not")
+                lines = lines[1:]
+            ev += [f"{who}: {line}" for line in lines]
+        if unknown:
+            return self.result(Verdict.UNKNOWN, unknown + ev)
         return self.result(Verdict.PASS, ev)
 
 
-def _pull_time(ctx: ContainerContext) -> str:
+def _pull_time(ctx: ContainerContext) -> list[str]:
     """The image pull before the start: the kubelet starts probes only once the container
     runs, so the pull is not in the probes' budget, but a new pod waits for it."""
     pull = ctx.fact("image_pull_seconds")
     if not pull.known or not pull.value:
-        return ""
+        return []
     started = ctx.fact("observed_startup_seconds")
     total = (f"; pull plus start-up {pull.value + started.value:.0f}s until ready"
              if started.known and started.value is not None else "")
-    return (f"; {pull.evidence}; probes start after the pull, so it is not in their budget, "
-            f"but every new pod on a node without the image waits for it{total}")
+    return [f"{pull.evidence}; probes start after the pull, so it is not in their budget, "
+            f"but every new pod on a node without the image waits for it{total}"]
 
 
 def _autoscalers(inputs: Inputs) -> tuple[list[str], list[str]]:

@@ -107,6 +107,58 @@ def blocks(lines: list[str]) -> list[Block]:
     return out
 
 
+_POD_LINE = re.compile(r"^(\S+)/(\S+?)( \([^)]*\))?: (.*)$", re.DOTALL)
+
+
+def _said(line: str, shown: set[str]) -> bool:
+    m = _POD_LINE.match(line.strip())
+    return " ".join((m.group(4) if m else line).split()) in shown
+
+
+def by_workload(report: Report, lines: list[str]) -> list[str]:
+    """The same evidence of several pods of one workload, said once for the workload
+    ("2 of 2 pods of Deployment/vllm-qwen (vllm): ..."), where its first pod's line was.
+    A pod's line and the indented lines under it are one unit, grouped only whole."""
+    owner = {(p.namespace, p.name): p.owner for p in report.pods}
+    total: dict[tuple[str, str], int] = {}
+    for p in report.pods:
+        if p.owner:
+            total[(p.namespace, p.owner)] = total.get((p.namespace, p.owner), 0) + 1
+    spaces = len({p.namespace for p in report.pods}) > 1
+    units: list[list[str]] = []
+    for line in lines:
+        if line.startswith("  ") and units:
+            units[-1].append(line)
+        else:
+            units.append([line])
+    groups: dict[tuple[str, ...], list[str]] = {}
+    keyed: list[tuple[str, ...] | list[str]] = []
+    for unit in units:
+        m = _POD_LINE.match(unit[0])
+        who = owner.get((m.group(1), m.group(2))) if m else None
+        if m is None or not who:
+            keyed.append(unit)
+            continue
+        key = (m.group(1), who, m.group(3) or "", m.group(4), *unit[1:])
+        if key not in groups:
+            keyed.append(key)
+        groups.setdefault(key, []).append(m.group(2))
+    out: list[str] = []
+    for item in keyed:
+        if isinstance(item, list):
+            out += item
+            continue
+        ns, who, container, text, *rest = item
+        pods = list(dict.fromkeys(groups[item]))
+        if len(pods) == 1:
+            out.append(f"{ns}/{pods[0]}{container}: {text}")
+        else:
+            where = f"{who} in {ns}" if spaces else who
+            out.append(f"{len(pods)} of {total[(ns, who)]} pods of {where}{container}: {text}")
+        out += rest
+    return out
+
+
 _FINDING_REF = re.compile(r"^(\S+/\S+): ([a-z0-9]+(?:-[a-z0-9]+)*): (.*)$")
 
 
@@ -121,7 +173,12 @@ def step_lines(report: Report, step: StepResult) -> tuple[list[str], int]:
         top = [e for e in step.evidence if not e.startswith("  ")]
         nested = len(step.evidence) - len(top)
     else:
-        top, nested = [e.strip() for e in step.evidence], 0
+        # A line a finding already shows with its pod is not said again under the step.
+        shown = {" ".join(e.split()) for p in report.pods for f in p.findings
+                 for e in f.evidence}
+        own = [e for e in step.evidence if not _said(e, shown)]
+        top = [e.strip() for e in by_workload(report, own)]
+        nested = len(step.evidence) - len(own)
     out: list[str] = []
     refs: dict[str, list[str]] = {}
     for line in top:
@@ -134,9 +191,11 @@ def step_lines(report: Report, step: StepResult) -> tuple[list[str], int]:
         out.append(line)
     out = [f"{line[1:]} on {pods_label(tuple(dict.fromkeys(refs[line[1:]])))}"
            if line.startswith("\0") else line for line in out]
+    if fed:
+        out = by_workload(report, out)
     if len(report.pods) == 1:
         pod = report.pods[0]
         name = re.escape(f"{pod.namespace}/{pod.name}")
-        own = re.compile(rf"^{name}(?: \([^)]*\))?: | on {name}$")
-        out = [own.sub("", line) for line in out]
+        mine = re.compile(rf"^{name}(?: \([^)]*\))?: | on {name}$")
+        out = [mine.sub("", line) for line in out]
     return out, nested
