@@ -40,3 +40,12 @@ def test_the_prometheus_suggestion_is_never_cut_from_a_step() -> None:
     table = run_cli("analyze", HEALTHY, env={"COLUMNS": "120"}).stdout
     row5 = " ".join(line.strip() for line in _rows(table, 5))
     assert "--prometheus auto (or a URL) measures a window" in row5, row5
+
+
+def test_a_reraised_error_is_named_not_printed_twice() -> None:
+    """cuda-oom's line 52 is line 47's exception re-raised at the end of the traceback."""
+    table = run_cli("analyze", str(Path("fixtures/cuda-oom").resolve()),
+                    env={"COLUMNS": "200"}).stdout
+    panel = table.split("╭─", 1)[1].split("╰", 1)[0]
+    assert "52> (line 47's error again)" in panel, panel
+    assert panel.count("Tried to allocate 160.00 MiB") == 1, panel

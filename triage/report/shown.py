@@ -83,6 +83,27 @@ def pick(lines: list[str], limit: int) -> tuple[list[str], int]:
     return chosen, len(lines) - len(chosen)
 
 
+# What a line says after the process prefix, the level and the stamp vLLM prints.
+_PREFIX = re.compile(r"^(?:\([^)]*\) )?(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d "
+                     r"\d\d:\d\d:\d\d (?:\[[^\]]*\] )?)?")
+
+
+def _said_by(text: str) -> str:
+    return " ".join(_PREFIX.sub("", text).split())
+
+
+def _again(item: LogItem, before: tuple[LogItem, ...]) -> LogItem:
+    """A proving line that repeats an earlier one of the block (the exception re-raised at
+    the end of its traceback) is named as that line again, not printed twice."""
+    said = _said_by(item.text)
+    if not item.proving or len(said) < 20:
+        return item
+    for earlier in before:
+        if earlier.proving and said in _said_by(earlier.text):
+            return LogItem(item.number, True, f"(line {earlier.number}'s error again)")
+    return item
+
+
 def blocks(lines: list[str]) -> list[Block]:
     """Consecutive log lines of one log become one block under its name; consecutive
     numbers from one source become one block under the source."""
@@ -93,6 +114,7 @@ def blocks(lines: list[str]) -> list[Block]:
             source = f"{m.group(1)} ({m.group(2)})"
             item = LogItem(int(m.group(3)), m.group(4) == ">", m.group(5))
             if out and out[-1].source == source and out[-1].log:
+                item = _again(item, out[-1].log)
                 out[-1] = Block(source, log=(*out[-1].log, item))
             else:
                 out.append(Block(source, log=(item,)))
