@@ -49,3 +49,17 @@ def test_a_reraised_error_is_named_not_printed_twice() -> None:
     panel = table.split("╭─", 1)[1].split("╰", 1)[0]
     assert "52> (line 47's error again)" in panel, panel
     assert panel.count("Tried to allocate 160.00 MiB") == 1, panel
+
+
+def test_every_more_says_where_the_rest_is() -> None:
+    import re
+
+    pointer = re.compile(r"-o (json|markdown|html)|pod panels above|checklist evidence below|"
+                         r"href=\"#step-\d+\"|<details>|the rest of the evidence")
+    for fixture in ("cuda-oom", "request-queueing", "busy-namespace", "well-sized-healthy"):
+        path = str(Path("fixtures", fixture).resolve())
+        for fmt in ("table", "markdown", "html"):
+            out = run_cli("analyze", path, "-o", fmt, env={"COLUMNS": "120"}).stdout
+            for line in out.splitlines():
+                if re.search(r"\b\d+ more\b|\(\+\d+ ", line):
+                    assert pointer.search(line), (fixture, fmt, line)

@@ -132,6 +132,29 @@ def blocks(lines: list[str]) -> list[Block]:
 _POD_LINE = re.compile(r"^(\S+)/(\S+?)( \([^)]*\))?: (.*)$", re.DOTALL)
 
 
+def workload_pods(report: Report, pods: list[str]) -> str:
+    """'4 of 4 pods of Deployment/vllm-llama, llm/other-0': pods named per workload, so
+    no pod is left behind an "and N more"."""
+    owner = {f"{p.namespace}/{p.name}": (p.namespace, p.owner) for p in report.pods}
+    total: dict[tuple[str, str | None], int] = {}
+    for p in report.pods:
+        total[(p.namespace, p.owner)] = total.get((p.namespace, p.owner), 0) + 1
+    groups: dict[tuple[str, str | None] | str, list[str]] = {}
+    for pod in pods:
+        found = owner.get(pod)
+        groups.setdefault(found if found is not None and found[1] else pod, []).append(pod)
+    spaces = len({p.namespace for p in report.pods}) > 1
+    out = []
+    for group, members in groups.items():
+        if isinstance(group, str) or len(members) == 1:
+            out += members
+        else:
+            ns, who = group
+            out.append(f"{len(members)} of {total[group]} pods of {who}"
+                       + (f" in {ns}" if spaces else ""))
+    return ", ".join(out)
+
+
 def _said(line: str, shown: set[str]) -> bool:
     m = _POD_LINE.match(line.strip())
     return " ".join((m.group(4) if m else line).split()) in shown
@@ -211,7 +234,7 @@ def step_lines(report: Report, step: StepResult) -> tuple[list[str], int]:
             refs.setdefault(m.group(2), []).append(m.group(1))
             continue
         out.append(line)
-    out = [f"{line[1:]} on {pods_label(tuple(dict.fromkeys(refs[line[1:]])))}"
+    out = [f"{line[1:]} on {workload_pods(report, list(dict.fromkeys(refs[line[1:]])))}"
            if line.startswith("\0") else line for line in out]
     if fed:
         out = by_workload(report, out)
