@@ -110,8 +110,11 @@ def test_cache_config_info_gives_the_kv_capacity(tmp_path: Path) -> None:
     metrics.write_text(text)
     report = run_cli("analyze", str(root), "-o", "json").json()
     step3 = report["checklist"][2]
-    line = next(e for e in step3["evidence"] if POD in e)
-    assert "vllm:cache_config_info" in line and "x block_size 16" in line, line
+    # One fact per line: the pod's setting, then its capacity on a line of its own.
+    mine = [e for e in step3["evidence"] if POD in e]
+    assert "--max-model-len=8192" in mine[0] and "cache_config_info" not in mine[0], mine
+    line = next(e for e in mine if "vllm:cache_config_info" in e)
+    assert "x block_size 16" in line, line
     pod = next(p for p in report["pods"] if p["name"] == POD)
     assert pod["gpu_budget"]["kv_cache_tokens"] == int(line.split(" tokens: ")[0]
                                                         .rsplit(" ", 1)[1].replace(",", ""))
