@@ -44,7 +44,7 @@ def test_step_2_passes_with_a_separate_failing_row(fixture: str, finding: str) -
 def test_the_headline_names_every_failure() -> None:
     report = run_cli("analyze", str(FIXTURES / "cuda-oom"), "-o", "json").json()
     assert report["summary"] == ("1 vLLM pod(s); failing: cuda-oom, gpu-memory-utilization; "
-                                 "steps that could not be judged: 5")
+                                 "steps that could not be judged: 5, 6")
     report = run_cli("analyze", str(FIXTURES / "shm-bus-error-tp2"), "-o", "json").json()
     assert "failing: shm-too-small" in report["summary"]
     assert report["checklist"][0]["verdict"] == "pass"  # step 1 asks about the memory limit

@@ -120,3 +120,32 @@ def test_watch_runs_one_loop_per_cluster_with_a_cluster_label(tmp_path: Path) ->
     bad = run_cli("watch", "--kubeconfig", str(tmp_path / "kubeconfig"), "--context", "a",
                   "--context", "b", "--cluster-name", "x")
     assert bad.code == 2 and "--cluster-name" in bad.stderr
+
+
+def test_fail_on_quiet_and_fix_dir_apply_to_the_whole_run(tmp_path: Path) -> None:
+    """Issue 17: --fail-on, -q and --fix-dir over several contexts behave as for one: exit 1
+    when any cluster has a finding at the level, nothing printed with -q, and one patch
+    file per cluster and workload, named by context so two clusters never collide."""
+    with clusters(tmp_path, {"gpu-east": "request-queueing",
+                             "gpu-west": "well-sized-healthy"}) as kc:
+        both = ("scan", "--kubeconfig", str(kc), "--context", "gpu-east", "--context",
+                "gpu-west")
+        default = run_cli(*both, "-o", "json", env=PINNED)
+        warning = run_cli(*both, "-o", "json", "--fail-on", "warning", env=PINNED)
+        quiet = run_cli(*both, "--output-file", str(tmp_path / "r.json"), "-o", "json", "-q",
+                        "--fail-on", "warning", env=PINNED)
+    assert default.code == 0, default.stderr  # warnings only: not a failure by default
+    assert warning.code == 1, warning.stderr
+    assert quiet.code == 1 and quiet.stdout == "" and quiet.stderr == "", quiet.stderr
+    assert (tmp_path / "r.json").exists()
+    with clusters(tmp_path, {"gpu-east": "cuda-oom", "gpu-west": "cuda-oom"}) as kc:
+        fixes = run_cli("scan", "--kubeconfig", str(kc), "--context", "gpu-east", "--context",
+                        "gpu-west", "-o", "json", "--fix-dir", str(tmp_path / "fixes"),
+                        env=PINNED)
+    assert fixes.code == 1, fixes.stderr
+    names = sorted(p.name for p in (tmp_path / "fixes").iterdir())
+    assert names == ["gpu-east.llm.deployment.vllm-qwen.patch.yaml",
+                     "gpu-west.llm.deployment.vllm-qwen.patch.yaml"], names
+    assert "2 patch file(s) written" in fixes.stderr
+    body = (tmp_path / "fixes" / names[0]).read_text()
+    assert "--patch-file " + str(tmp_path / "fixes" / names[0]) in body

@@ -134,8 +134,9 @@ def test_step6_evidence_and_needs_events() -> None:
     ok = judge(log=V1_LOG, container={"startupProbe": {"httpGet": {"path": "/health"},
                                                        "failureThreshold": 60}})[6]
     assert ok.verdict is Verdict.PASS
-    assert "vLLM started in 95s" in ok.evidence[0] and "startupProbe allows about 600s" in \
-        ok.evidence[0]
+    # One fact per line: the load time, then each probe.
+    assert "vLLM started in 95s" in ok.evidence[0] and "startupProbe" not in ok.evidence[0]
+    assert "startupProbe allows about 600s" in ok.evidence[1]
     gap = judge(log=V1_LOG, unread=["events"])[6]
     assert gap.verdict is Verdict.UNKNOWN and gap.evidence[0].startswith("could not read events")
 
@@ -145,11 +146,42 @@ def test_step6_shows_the_image_pull_before_the_start() -> None:
               "message": 'Successfully pulled image "vllm/vllm-openai:v0.10.1.1" in 3m12.456s '
                          '(3m12.456s including waiting). Image size: 10218341220 bytes.'}
     step = judge(log=V1_LOG, events=[pulled])[6]
-    assert "image pulled in 3m12s" in step.evidence[0]
-    assert "pull plus start-up 287s until ready" in step.evidence[0]
+    pull = next(e for e in step.evidence if "image pulled" in e)
+    assert "image pulled in 3m12s" in pull and "pull plus start-up 287s until ready" in pull
+    assert "vLLM started in 95s" not in pull  # its own line
     present = dict(pulled, message='Container image "vllm/vllm-openai:v0.10.1.1" already '
                                    'present on machine')
-    assert "pulled" not in judge(log=V1_LOG, events=[present])[6].evidence[0]
+    assert not any("pulled" in e for e in judge(log=V1_LOG, events=[present])[6].evidence)
+
+
+LOADING_LOG = """(APIServer pid=1) INFO 11-28 02:40:01 [api_server.py:1805] vLLM API server version 0.10.1.1
+(EngineCore_0 pid=270) INFO 11-28 02:40:21 [gpu_model_runner.py:1953] Model loading took 15.2 GiB and 18.1 seconds
+"""
+
+
+def test_step6_is_unknown_when_the_load_time_is_not_known_and_a_probe_can_kill_it() -> None:
+    """Issue 17: no completed start-up in the logs and a startupProbe or livenessProbe that
+    restarts the container: whether the probe waits for the load is not known, not a pass.
+    Without such a probe (readiness only restarts nothing) nothing can kill the load."""
+    probe = {"startupProbe": {"httpGet": {"path": "/health"}, "failureThreshold": 60}}
+    step = judge(log=LOADING_LOG, container=probe)[6]
+    assert step.verdict is Verdict.UNKNOWN, step
+    assert "the model load time is not known (no completed start-up in the logs read)" in \
+        step.evidence[0] and "startupProbe's 600s" in step.evidence[0], step.evidence
+    live = judge(log=LOADING_LOG, container={"livenessProbe": {"httpGet": {"path": "/health"},
+                                                              "periodSeconds": 10}})[6]
+    assert live.verdict is Verdict.UNKNOWN and "livenessProbe's 30s" in live.evidence[0]
+    ready = judge(log=LOADING_LOG, container={"readinessProbe": {"httpGet": {"path": "/health"}}})
+    assert ready[6].verdict is Verdict.PASS, ready[6]
+
+
+def test_step3_one_fact_per_line() -> None:
+    step = judge(log=V1_LOG, container={"args": ["--model", "Qwen/Qwen3-8B", "--max-model-len",
+                                              "8192"]})[3]
+    assert step.verdict is Verdict.PASS
+    assert len(step.evidence) == 3, step.evidence
+    assert "--max-model-len=8192" in step.evidence[0] and ";" not in step.evidence[0]
+    assert "44,416 tokens" in step.evidence[1] and "Maximum concurrency" in step.evidence[2]
 
 
 def test_step7_and_8_without_an_autoscaler() -> None:

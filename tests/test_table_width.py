@@ -91,8 +91,11 @@ def busy(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize("width", [80, 120, 200])
-@pytest.mark.parametrize("fixture", ["cuda-oom", "busy", "nccl-failure", "gpu-hardware-error"])
+@pytest.mark.parametrize("fixture", ["cuda-oom", "busy-namespace", "busy", "nccl-failure",
+                                     "gpu-hardware-error"])
 def test_table_fits_the_terminal(fixture: str, width: int, busy: Path) -> None:
+    """cuda-oom and the recorded busy-namespace fixture (issue 17's two), a synthetic
+    30-pod namespace and two beside-the-step rows, each through a real pty."""
     path = busy if fixture == "busy" else FIXTURES / fixture
     text = in_pty(["analyze", str(path)], width)
     lines = check(text, width)

@@ -47,10 +47,12 @@ def scan_contexts(contexts: list[str], make_collector: Callable[[str], object],
     return [ClusterReport(ctx, reports.get(ctx), errors.get(ctx, "")) for ctx in contexts]
 
 
-def exit_code(sections: list[ClusterReport]) -> int:
-    """1 when a cluster fails (the failure is the news), else 3 when one could not be
-    read (the answer is incomplete: never 0), else 0."""
-    if any(s.report is not None and s.report.failing for s in sections):
+def exit_code(sections: list[ClusterReport], fail_on: str = "critical") -> int:
+    """1 when a cluster fails (the failure is the news; with --fail-on warning, also when
+    one has a step to review or a warning finding), else 3 when one could not be read
+    (the answer is incomplete: never 0), else 0."""
+    if any(s.report is not None and pipeline.exit_code(s.report, fail_on)
+           for s in sections):
         return 1
     if any(s.report is None for s in sections):
         return ClusterUnreachable.exit_code

@@ -18,7 +18,7 @@ Steps see findings, facts and read failures, never raw API objects.
 from __future__ import annotations
 
 from triage.checklist.base import Inputs, Step
-from triage.checklist.steps import STEPS
+from triage.checklist.steps import SINCE_START, STEPS, since_start
 from triage.results import Finding, StepResult, Verdict
 from triage.rules.evaluate import PodDiagnosis, verdict_of
 from triage.rules.language import Pattern
@@ -50,7 +50,12 @@ def _from_findings(step: Step, inputs: Inputs) -> StepResult | None:
         if f.remediation not in remediation:
             remediation.append(f.remediation)
     lead = [f"{note} on {', '.join(dict.fromkeys(where))}" for note, where in notes.items()]
-    return StepResult(step.number, step.title, verdict, tuple(lead + evidence),
+    # A finding decided from one scrape's counts since the server started: say so, and
+    # how to see the last minutes instead (in every format: it is the step's own line).
+    tail = [SINCE_START] if any(
+        since_start(ctx) and ctx.metrics_source() in " ".join(f.evidence)
+        for pod, f, _ in hits for ctx in pod.contexts) else []
+    return StepResult(step.number, step.title, verdict, tuple(lead + evidence + tail),
                       tuple(remediation))
 
 

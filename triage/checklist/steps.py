@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from triage.checklist.base import Inputs, Step, label
 from triage.facts import ContainerContext
+from triage.facts.engine import stats_summary
 from triage.results import StepResult, Verdict
 from triage.rules.evaluate import PodDiagnosis
 
@@ -70,12 +71,13 @@ class MaxModelLen(Step):
             setting = ctx.fact("max_model_len_set")
             kv, conc = ctx.fact("kv_cache_tokens"), ctx.fact("max_concurrency")
             reported = [f.evidence for f in (kv, conc) if f.value is not None]
-            if reported:
+            if reported:  # one fact per line: the setting, the capacity, the concurrency
                 confirmed = True
-                ev.append(f"{label(pod)}: {setting.evidence}; " + "; ".join(reported))
+                ev += [f"{label(pod)}: {line}" for line in (setting.evidence, *reported)]
             elif setting.value:
-                ev.append(f"{label(pod)}: {setting.evidence}; no KV cache capacity line in the "
-                          "logs read, so whether it fits is not confirmed")
+                ev += [f"{label(pod)}: {setting.evidence}",
+                       f"{label(pod)}: no KV cache capacity line in the logs read, so whether "
+                       "it fits is not confirmed"]
         if not ev:
             return self.result(Verdict.UNKNOWN, [
                 "--max-model-len is not set and no vLLM start-up line reports the KV cache "
@@ -149,23 +151,29 @@ def _latency_line(pod: PodDiagnosis, ctx: ContainerContext) -> str:
 
 def _recent_queue(ctx: ContainerContext) -> list[str]:
     """The queue as vLLM's own stats lines said it in the last minutes (without Prometheus:
-    a histogram since the server started cannot say what happens now)."""
+    a histogram since the server started cannot say what happens now), as one series with
+    its source and age; stale lines are said as such, never as "now"."""
     if ctx.window is not None:
         return []
-    out = []
-    for name in ("recent_requests_waiting", "recent_kv_cache_usage"):
-        f = ctx.fact(name)
-        if f.known and f.value is not None:
-            out.append(f.evidence)
-    return out
+    line = stats_summary(ctx)
+    return [line] if line else []
+
+
+SINCE_START = ("judged from /metrics histograms since the server started, which can hide a "
+               "queue of the last minutes: --prometheus auto (or a URL) measures a window")
+
+
+def since_start(ctx: ContainerContext) -> bool:
+    """The container's metrics are one scrape's counts since the server started, and no
+    Prometheus was asked."""
+    return (ctx.metric_values() is not None and ctx.window is None
+            and ctx.snapshot.prometheus is None)
 
 
 def _since_start(inputs: Inputs) -> list[str]:
     """Say so when a step was judged from histograms since the server started."""
-    if any(ctx.window is None and ctx.snapshot.prometheus is None
-           for _, ctx in _with_metrics(inputs)):
-        return ["judged from /metrics histograms since the server started, which can hide a "
-                "queue of the last minutes: --prometheus auto (or a URL) measures a window"]
+    if any(since_start(ctx) for _, ctx in _with_metrics(inputs)):
+        return [SINCE_START]
     return []
 
 
@@ -212,7 +220,7 @@ class P99Latency(Step):
                         if name.startswith(_LATENCY)]
             ev.append(_latency_line(pod, ctx))
             ev.append(f"  {ctx.fact('max_num_batched_tokens').evidence}")
-            ev += [f"  now: {line}" for line in _recent_queue(ctx)]
+            ev += [f"  {line}" for line in _recent_queue(ctx)]
         if unknown:  # a latency that could not be computed is never a pass
             return self.result(Verdict.UNKNOWN, list(dict.fromkeys(unknown)) + ev)
         return self.result(Verdict.PASS, ev + _prometheus_note(inputs) + _since_start(inputs))
@@ -224,24 +232,42 @@ class ProbeTiming(Step):
     needs = ("events",)
 
     def judge(self, inputs: Inputs) -> StepResult:
-        ev = [f"{label(pod, ctx)}: {ctx.fact('observed_startup_seconds').evidence}; "
-              f"{ctx.fact('has_startup_probe').evidence}; {ctx.fact('liveness_probe').evidence}"
-              + _pull_time(ctx)
-              for pod, ctx in inputs.containers()]
+        ev: list[str] = []
+        unknown: list[str] = []
+        for pod, ctx in inputs.containers():
+            who = label(pod, ctx)
+            started = ctx.fact("observed_startup_seconds")
+            budget = ctx.fact("load_probe_budget_seconds")
+            lines = [started.evidence, ctx.fact("has_startup_probe").evidence]
+            if ctx.value("liveness_probe") is not None:
+                lines.append(ctx.fact("liveness_probe").evidence)
+            lines += _pull_time(ctx)
+            if started.value is None and budget.value is not None:
+                # A probe that can restart the container while the model loads, and no
+                # load time to hold it against: not a pass.
+                kind = "startupProbe" if ctx.value("has_startup_probe") else "livenessProbe"
+                unknown.append(f"{who}: the model load time is not known "
+                               f"({started.unknown or started.evidence}): whether the {kind}'s "
+                               f"{budget.value:.0f}s wait for the load is not known, and it "
+                               "restarts the container when they do not")
+                lines = lines[1:]
+            ev += [f"{who}: {line}" for line in lines]
+        if unknown:
+            return self.result(Verdict.UNKNOWN, unknown + ev)
         return self.result(Verdict.PASS, ev)
 
 
-def _pull_time(ctx: ContainerContext) -> str:
+def _pull_time(ctx: ContainerContext) -> list[str]:
     """The image pull before the start: the kubelet starts probes only once the container
     runs, so the pull is not in the probes' budget, but a new pod waits for it."""
     pull = ctx.fact("image_pull_seconds")
     if not pull.known or not pull.value:
-        return ""
+        return []
     started = ctx.fact("observed_startup_seconds")
     total = (f"; pull plus start-up {pull.value + started.value:.0f}s until ready"
              if started.known and started.value is not None else "")
-    return (f"; {pull.evidence}; probes start after the pull, so it is not in their budget, "
-            f"but every new pod on a node without the image waits for it{total}")
+    return [f"{pull.evidence}; probes start after the pull, so it is not in their budget, "
+            f"but every new pod on a node without the image waits for it{total}"]
 
 
 def _autoscalers(inputs: Inputs) -> tuple[list[str], list[str]]:
@@ -276,7 +302,7 @@ class AutoscaleTarget(Step):
         ev = list(scalers)
         for pod, ctx in _with_metrics(inputs):
             ev.append(_queue_line(pod, ctx))
-            ev += [f"  now: {line}" for line in _recent_queue(ctx)]
+            ev += [f"  {line}" for line in _recent_queue(ctx)]
         return self.result(Verdict.PASS, ev + _prometheus_note(inputs) + _since_start(inputs))
 
 

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from triage.collect import InputError
+
+if TYPE_CHECKING:
+    from triage.report.clusters import ClusterReport
 from triage.commands.common import (
+    EXIT_USAGE,
     AllContextsOpt,
     AllNsOpt,
     ContextsOpt,
@@ -35,12 +40,14 @@ from triage.commands.common import (
     TimeoutOpt,
     check_report_flags,
     emit,
+    fail,
     guard,
     live_collector,
     progress,
     report_format,
     say,
     use_color,
+    write_atomically,
     write_report,
 )
 
@@ -79,7 +86,8 @@ def scan(
     contexts = list(dict.fromkeys(context or []))
     if all_contexts or len(contexts) > 1:
         scan_clusters(contexts, all_contexts, namespace, all_namespaces, kubeconfig, selector,
-                      fmt, output_file, request_timeout, tail_lines, patterns, prom, debug)
+                      fmt, output_file, request_timeout, tail_lines, patterns, prom, debug,
+                      quiet=quiet, fail_on=fail_on, fix_dir=fix_dir)
     with guard(debug):
         with progress() as tick:
             collector = live_collector(namespace, all_namespaces, kubeconfig,
@@ -100,8 +108,10 @@ def scan_clusters(contexts: list[str], all_contexts: bool, namespace: str | None
                   all_namespaces: bool, kubeconfig: str | None, selector: str | None,
                   output: Output, output_file: Path | None, request_timeout: str,
                   tail_lines: int, patterns: list[Path] | None, prom: PrometheusArgs,
-                  debug: bool) -> None:
-    """scan over several clusters: read in parallel, one report with a section each."""
+                  debug: bool, quiet: bool = False, fail_on: str = "critical",
+                  fix_dir: Path | None = None) -> None:
+    """scan over several clusters: read in parallel, one report with a section each;
+    --fail-on, -q and --fix-dir apply to the whole run (patch files named per cluster)."""
     from triage import fleet
     from triage.report.clusters import render
 
@@ -123,12 +133,29 @@ def scan_clusters(contexts: list[str], all_contexts: bool, namespace: str | None
         for s in sections:
             if s.report is None:
                 say(f"vllm-triage: warning: cluster {s.context}: {s.error}")
+        if fix_dir is not None:
+            write_fixes(sections, fix_dir)
         if output_file is not None:
-            if write_report(output_file, lambda: render(sections, output.value)):
+            if write_report(output_file, lambda: render(sections, output.value)) and not quiet:
                 say(f"report written to {output_file}")
                 sys.stdout.write(render(sections, "table", use_color()))
         else:
             sys.stdout.write(render(sections, output.value,
                                     output is Output.table and use_color()))
         sys.stdout.flush()
-    raise typer.Exit(fleet.exit_code(sections))
+    raise typer.Exit(fleet.exit_code(sections, fail_on))
+
+
+def write_fixes(sections: list[ClusterReport], fix_dir: Path) -> None:
+    """--fix-dir over several clusters: each cluster's patches, its context in the names."""
+    from triage.report import fixdir
+
+    written: list[Path] = []
+    for s in sections:
+        if s.report is not None:
+            try:
+                written += fixdir.write(s.report, fix_dir, write_atomically, cluster=s.context)
+            except OSError as exc:
+                fail(f"cannot write patches to {fix_dir}: {exc.strerror or exc}", EXIT_USAGE)
+    say(f"{len(written)} patch file(s) written to {fix_dir}" if written else
+        f"no patch to write to {fix_dir}: no finding has a computed patch")

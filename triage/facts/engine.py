@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
+
 import regex
 
-from triage import workload
+from triage import linetime, workload
 from triage.facts import (
     LOG_QUERIES,
     ContainerContext,
@@ -197,31 +200,129 @@ _STATS_LOG = LOG_QUERIES.add(Query(regex.compile(
     STATS_LINES_KEPT)
 
 
-def _recent_stats(ctx: ContainerContext) -> tuple[list[tuple[float, float, float]], str] | None:
-    """(running, waiting, KV usage) per stats tick of the running server's log, the last
-    two minutes of them (engines of one tick summed), and where they come from."""
+# How old the last stats line may be to say what the server does now: vLLM prints one
+# every 10 s while it serves, and V1 prints none while it is idle (loggers.py logs an idle
+# tick at DEBUG), so a last line older than this says what it did then, not now. This
+# defines the measurement ("recent"); the patterns' thresholds decide what it means.
+STATS_FRESH_SECONDS = 300
+
+
+@dataclass(frozen=True)
+class StatsSeries:
+    """vLLM's last periodic stats lines: (running, waiting, KV usage) per tick, engines of
+    one tick summed, with their times and how old the last one is at the collection."""
+
+    ticks: list[tuple[float, float, float]]
+    times: list[datetime | None]
+    first: int  # line numbers in the current log
+    last: int
+    age_s: float | None  # the last tick to the collection time; None when not known
+    time_source: str | None
+
+    @property
+    def fresh(self) -> bool:
+        return self.age_s is not None and self.age_s <= STATS_FRESH_SECONDS
+
+    def span(self) -> str:
+        """'22:50:09-22:50:29 UTC' (the date too when the last is over a day old)."""
+        known = [t for t in self.times if t is not None]
+        if not known:
+            return "no time on the lines"
+        a, b = known[0], known[-1]
+        span = _clock(a) if a == b else f"{_clock(a)}-{_clock(b)}"
+        day = b.strftime("%Y-%m-%d ") if self.age_s is None or self.age_s > 86400 else ""
+        return f"{day}{span} UTC"
+
+    def age(self) -> str:
+        """'the last one 40 s before the collection'."""
+        if self.age_s is None:
+            return "their age at the collection not known"
+        return f"the last one {age_text(self.age_s)} before the collection"
+
+
+def _clock(when: datetime) -> str:
+    return when.strftime("%H:%M:%S")
+
+
+def age_text(secs: float) -> str:
+    """40 -> '40 s', 2520 -> '42m', 15700 -> '4h21m'."""
+    whole = round(secs)
+    if whole < 120:
+        return f"{whole} s"
+    hours, minutes = divmod(whole // 60, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m"
+
+
+def recent_stats(ctx: ContainerContext) -> StatsSeries | None:
+    """The last two minutes of the running server's stats lines (at most 12 ticks)."""
     index = ctx.log(CURRENT)
     if index is None:
         return None
     hits = list(index.result(_STATS_LOG, STATS_LINES_KEPT).last)
     if not hits:
         return None
+    state = ctx.status.get("state") or {}
+    run = state.get("running") or state.get("terminated") or {}
+    now = linetime.parse_time(ctx.snapshot.collected_at)
+    anchor = linetime.parse_time(run.get("startedAt")) or now
     ticks: dict[str, list[float]] = {}
+    times: dict[str, datetime | None] = {}
+    source: str | None = None
     for hit in hits:
         stamp = _stamp_of(hit.line.raw)
         running, waiting, usage = (float(str(g)) for g in hit.groups[2:5])
-        tick = ticks.setdefault(stamp or str(hit.line.number), [0.0, 0.0, 0.0])
+        key = stamp or str(hit.line.number)
+        tick = ticks.setdefault(key, [0.0, 0.0, 0.0])
         tick[0] += running
         tick[1] += waiting
         tick[2] = max(tick[2], usage / 100)
-    first, last = hits[0].line, hits[-1].line
-    when = ""
-    a, b = _stamp_of(first.raw), _stamp_of(last.raw)
-    if a and b:
-        when = f", {a} to {b}" if a != b else f", {a}"
-    source = (f"vLLM's stats log lines, the last {len(ticks)} (log ({ctx.name}) lines "
-              f"{first.number}-{last.number}{when})")
-    return [(t[0], t[1], t[2]) for t in ticks.values()], source
+        found = linetime.line_time(hit.line.raw, anchor)
+        if found is not None:
+            times[key] = found[0]
+            source = found[1]
+        else:
+            times.setdefault(key, None)
+    last_time = times[list(ticks)[-1]]
+    age = max(0.0, (now - last_time).total_seconds()) if now and last_time else None
+    return StatsSeries([(t[0], t[1], t[2]) for t in ticks.values()], list(times.values()),
+                       hits[0].line.number, hits[-1].line.number, age, source)
+
+
+def stats_source(ctx: ContainerContext, series: StatsSeries) -> str:
+    """Where the series comes from, said once: lines, times and their age."""
+    lines = (f"line {series.first}" if series.first == series.last
+             else f"lines {series.first}-{series.last}")
+    return (f"vLLM's last {len(series.ticks)} stats line(s), log ({ctx.name}) {lines}, "
+            f"{series.span()}, {series.age()}")
+
+
+def _series_text(values: list[float], as_percent: bool) -> str:
+    return ", ".join(f"{100 * v:.1f}%" if as_percent else f"{v:g}" for v in values)
+
+
+def _stale(series: StatsSeries) -> str:
+    if series.age_s is None:
+        return "the time of vLLM's last stats line is not known"
+    return (f"vLLM's last stats line is {age_text(series.age_s)} before the collection "
+            f"(over {age_text(STATS_FRESH_SECONDS)})")
+
+
+def stats_summary(ctx: ContainerContext) -> str | None:
+    """One line: the queue and the KV cache of the last stats lines as a short series, its
+    source and age once; a stale last line is said as such, never as "now"."""
+    series = recent_stats(ctx)
+    if series is None:
+        return None
+    body = (f"running {_series_text([t[0] for t in series.ticks], False)}; waiting "
+            f"{_series_text([t[1] for t in series.ticks], False)}; KV cache usage "
+            f"{_series_text([t[2] for t in series.ticks], True)}")
+    if series.fresh:
+        return f"now ({stats_source(ctx, series)}): {body}"
+    lines = (f"line {series.first}" if series.first == series.last
+             else f"lines {series.first}-{series.last}")
+    return (f"vLLM's stats lines do not say the queue now: {_stale(series)}; then (log "
+            f"({ctx.name}) {lines}, "
+            f"{series.span()}): {body}")
 
 
 _STAMP = regex.compile(r"\b(\d\d-\d\d \d\d:\d\d:\d\d)\b")
@@ -234,40 +335,40 @@ def _stamp_of(raw: str) -> str | None:
 
 
 def _recent(ctx: ContainerContext, i: int, what: str, as_percent: bool = False) -> Measured:
-    stats = _recent_stats(ctx)
-    if stats is None:
+    series = recent_stats(ctx)
+    if series is None:
         if ctx.log(CURRENT) is None and ctx.logs_unread():
             raise Unmeasurable(ctx.logs_unread()[0])
         return Measured(None, f"container {ctx.name}: no vLLM stats line in the current log "
                               "(vLLM prints one every 10 s only while it serves)")
-    ticks, source = stats
-    values = [t[i] for t in ticks]
-    peak, latest = max(values), values[-1]
-
-    def shown(v: float) -> str:
-        return f"{100 * v:.1f}%" if as_percent else f"{v:g}"
-
-    return Measured(peak, f"{what} {shown(latest)} at the last tick, at most {shown(peak)} "
-                          f"({source})")
+    values = [t[i] for t in series.ticks]
+    text = f"{what} {_series_text(values, as_percent)} ({stats_source(ctx, series)})"
+    if not series.fresh:  # what it did then is not what it does now
+        return Measured(None, f"not known now: {_stale(series)}; {text}")
+    return Measured(max(values), text)
 
 
 @fact("recent_requests_waiting", unit="requests", scope="container",
       doc="requests waiting for a slot, the most in vLLM's last two minutes of periodic stats "
-          "lines ('Waiting: N reqs', V0 'Pending: N reqs'); the queue now, without Prometheus")
+          "lines ('Waiting: N reqs', V0 'Pending: N reqs'); the queue now, without Prometheus; "
+          "None when the last one is more than 5 minutes before the collection (the "
+          "evidence gives the series and its age)")
 def recent_requests_waiting(ctx: ContainerContext) -> Measured:
     return _recent(ctx, 1, "requests waiting")
 
 
 @fact("recent_requests_running", unit="requests", scope="container",
       doc="requests in the running batch, the most in vLLM's last two minutes of periodic "
-          "stats lines ('Running: N reqs')")
+          "stats lines ('Running: N reqs'); None when the last one is more than 5 minutes "
+          "before the collection")
 def recent_requests_running(ctx: ContainerContext) -> Measured:
     return _recent(ctx, 0, "requests running")
 
 
 @fact("recent_kv_cache_usage", unit="fraction", scope="container",
       doc="GPU KV cache usage (1 = full), the highest in vLLM's last two minutes of periodic "
-          "stats lines ('GPU KV cache usage: 99.8%')")
+          "stats lines ('GPU KV cache usage: 99.8%'); None when the last one is more than 5 "
+          "minutes before the collection")
 def recent_kv_cache_usage(ctx: ContainerContext) -> Measured:
     return _recent(ctx, 2, "KV cache usage", as_percent=True)
 

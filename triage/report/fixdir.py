@@ -19,9 +19,12 @@ from triage.results import Report, WorkloadPatch
 __all__ = ["file_name", "render", "write"]
 
 
-def file_name(wp: WorkloadPatch) -> str:
+def file_name(wp: WorkloadPatch, cluster: str = "") -> str:
+    """'llm.deployment.vllm-qwen.patch.yaml'; with several clusters in one run, the
+    cluster's context first ('gpu-east.llm....'), so two clusters' files never collide."""
     p = wp.patch
-    return f"{safe_file_part(p.namespace)}.{safe_file_part(p.kind.lower())}." \
+    head = f"{safe_file_part(cluster)}." if cluster else ""
+    return f"{head}{safe_file_part(p.namespace)}.{safe_file_part(p.kind.lower())}." \
            f"{safe_file_part(p.name)}.patch.yaml"
 
 
@@ -45,13 +48,14 @@ def _comment_safe(line: str) -> str:
     return str(_NEWLINES.sub(" ", line))
 
 
-def write(report: Report, directory: Path, write_file: Callable[[Path, bytes], None]
-          ) -> list[Path]:
-    """Write every workload's patch into ``directory`` (created if needed)."""
+def write(report: Report, directory: Path, write_file: Callable[[Path, bytes], None],
+          cluster: str = "") -> list[Path]:
+    """Write every workload's patch into ``directory`` (created if needed); ``cluster``
+    names the context's files in a run over several clusters."""
     directory.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     for wp in report.patches:
-        path = directory / file_name(wp)
+        path = directory / file_name(wp, cluster)
         write_file(path, render(wp, str(path)).encode("utf-8"))
         written.append(path)
     return written

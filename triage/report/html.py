@@ -230,7 +230,8 @@ def _checklist(report: Report) -> list[str]:
         top = [x for x in evidence if not x.startswith("  ")]
         first = e(top[0]) if top else ""
         if len(evidence) > 1:
-            first += f' <span class="muted">(+{len(evidence) - 1} more, below)</span>'
+            first += (f' <span class="muted">(+{len(evidence) - 1} more in the evidence of '
+                      f"step {e(s.step)}, below)</span>")
         row_class = f' class="row-{verdict}"' if verdict in ("fail", "warn") else ""
         out.append(f"<tr{row_class}><td class=\"num\">{e(s.step)}</td><td>{e(s.title)}"
                    f"</td><td>{_verdict(verdict)}</td><td>{first}</td></tr>")

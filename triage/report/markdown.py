@@ -210,7 +210,7 @@ def _checklist(report: Report) -> list[str]:
         if nested and not lines[1:]:
             first += " *(evidence under Findings)*"
         elif lines[1:]:
-            first += f" *(+{len(lines) - 1} below)*"
+            first += f" *(+{len(lines) - 1} in the checklist evidence below)*"
         out.append(f"| {s.step} | {inline(s.title)} | {VERDICT_MARK[s.verdict.value]} | "
                    f"{first} |")
         for row in beside_of(report, s.step):

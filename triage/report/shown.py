@@ -83,6 +83,27 @@ def pick(lines: list[str], limit: int) -> tuple[list[str], int]:
     return chosen, len(lines) - len(chosen)
 
 
+# What a line says after the process prefix, the level and the stamp vLLM prints.
+_PREFIX = re.compile(r"^(?:\([^)]*\) )?(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d "
+                     r"\d\d:\d\d:\d\d (?:\[[^\]]*\] )?)?")
+
+
+def _said_by(text: str) -> str:
+    return " ".join(_PREFIX.sub("", text).split())
+
+
+def _again(item: LogItem, before: tuple[LogItem, ...]) -> LogItem:
+    """A proving line that repeats an earlier one of the block (the exception re-raised at
+    the end of its traceback) is named as that line again, not printed twice."""
+    said = _said_by(item.text)
+    if not item.proving or len(said) < 20:
+        return item
+    for earlier in before:
+        if earlier.proving and said in _said_by(earlier.text):
+            return LogItem(item.number, True, f"(line {earlier.number}'s error again)")
+    return item
+
+
 def blocks(lines: list[str]) -> list[Block]:
     """Consecutive log lines of one log become one block under its name; consecutive
     numbers from one source become one block under the source."""
@@ -93,6 +114,7 @@ def blocks(lines: list[str]) -> list[Block]:
             source = f"{m.group(1)} ({m.group(2)})"
             item = LogItem(int(m.group(3)), m.group(4) == ">", m.group(5))
             if out and out[-1].source == source and out[-1].log:
+                item = _again(item, out[-1].log)
                 out[-1] = Block(source, log=(*out[-1].log, item))
             else:
                 out.append(Block(source, log=(item,)))
@@ -104,6 +126,81 @@ def blocks(lines: list[str]) -> list[Block]:
             out[-1] = Block(source, lines=(*out[-1].lines, text))
         else:
             out.append(Block(source, lines=(text,)))
+    return out
+
+
+_POD_LINE = re.compile(r"^(\S+)/(\S+?)( \([^)]*\))?: (.*)$", re.DOTALL)
+
+
+def workload_pods(report: Report, pods: list[str]) -> str:
+    """'4 of 4 pods of Deployment/vllm-llama, llm/other-0': pods named per workload, so
+    no pod is left behind an "and N more"."""
+    owner = {f"{p.namespace}/{p.name}": (p.namespace, p.owner) for p in report.pods}
+    total: dict[tuple[str, str | None], int] = {}
+    for p in report.pods:
+        total[(p.namespace, p.owner)] = total.get((p.namespace, p.owner), 0) + 1
+    groups: dict[tuple[str, str | None] | str, list[str]] = {}
+    for pod in pods:
+        found = owner.get(pod)
+        groups.setdefault(found if found is not None and found[1] else pod, []).append(pod)
+    spaces = len({p.namespace for p in report.pods}) > 1
+    out = []
+    for group, members in groups.items():
+        if isinstance(group, str) or len(members) == 1:
+            out += members
+        else:
+            ns, who = group
+            out.append(f"{len(members)} of {total[group]} pods of {who}"
+                       + (f" in {ns}" if spaces else ""))
+    return ", ".join(out)
+
+
+def _said(line: str, shown: set[str]) -> bool:
+    m = _POD_LINE.match(line.strip())
+    return " ".join((m.group(4) if m else line).split()) in shown
+
+
+def by_workload(report: Report, lines: list[str]) -> list[str]:
+    """The same evidence of several pods of one workload, said once for the workload
+    ("2 of 2 pods of Deployment/vllm-qwen (vllm): ..."), where its first pod's line was.
+    A pod's line and the indented lines under it are one unit, grouped only whole."""
+    owner = {(p.namespace, p.name): p.owner for p in report.pods}
+    total: dict[tuple[str, str], int] = {}
+    for p in report.pods:
+        if p.owner:
+            total[(p.namespace, p.owner)] = total.get((p.namespace, p.owner), 0) + 1
+    spaces = len({p.namespace for p in report.pods}) > 1
+    units: list[list[str]] = []
+    for line in lines:
+        if line.startswith("  ") and units:
+            units[-1].append(line)
+        else:
+            units.append([line])
+    groups: dict[tuple[str, ...], list[str]] = {}
+    keyed: list[tuple[str, ...] | list[str]] = []
+    for unit in units:
+        m = _POD_LINE.match(unit[0])
+        who = owner.get((m.group(1), m.group(2))) if m else None
+        if m is None or not who:
+            keyed.append(unit)
+            continue
+        key = (m.group(1), who, m.group(3) or "", m.group(4), *unit[1:])
+        if key not in groups:
+            keyed.append(key)
+        groups.setdefault(key, []).append(m.group(2))
+    out: list[str] = []
+    for item in keyed:
+        if isinstance(item, list):
+            out += item
+            continue
+        ns, who, container, text, *rest = item
+        pods = list(dict.fromkeys(groups[item]))
+        if len(pods) == 1:
+            out.append(f"{ns}/{pods[0]}{container}: {text}")
+        else:
+            where = f"{who} in {ns}" if spaces else who
+            out.append(f"{len(pods)} of {total[(ns, who)]} pods of {where}{container}: {text}")
+        out += rest
     return out
 
 
@@ -121,7 +218,12 @@ def step_lines(report: Report, step: StepResult) -> tuple[list[str], int]:
         top = [e for e in step.evidence if not e.startswith("  ")]
         nested = len(step.evidence) - len(top)
     else:
-        top, nested = [e.strip() for e in step.evidence], 0
+        # A line a finding already shows with its pod is not said again under the step.
+        shown = {" ".join(e.split()) for p in report.pods for f in p.findings
+                 for e in f.evidence}
+        own = [e for e in step.evidence if not _said(e, shown)]
+        top = [e.strip() for e in by_workload(report, own)]
+        nested = len(step.evidence) - len(own)
     out: list[str] = []
     refs: dict[str, list[str]] = {}
     for line in top:
@@ -132,11 +234,13 @@ def step_lines(report: Report, step: StepResult) -> tuple[list[str], int]:
             refs.setdefault(m.group(2), []).append(m.group(1))
             continue
         out.append(line)
-    out = [f"{line[1:]} on {pods_label(tuple(dict.fromkeys(refs[line[1:]])))}"
+    out = [f"{line[1:]} on {workload_pods(report, list(dict.fromkeys(refs[line[1:]])))}"
            if line.startswith("\0") else line for line in out]
+    if fed:
+        out = by_workload(report, out)
     if len(report.pods) == 1:
         pod = report.pods[0]
         name = re.escape(f"{pod.namespace}/{pod.name}")
-        own = re.compile(rf"^{name}(?: \([^)]*\))?: | on {name}$")
-        out = [own.sub("", line) for line in out]
+        mine = re.compile(rf"^{name}(?: \([^)]*\))?: | on {name}$")
+        out = [mine.sub("", line) for line in out]
     return out, nested

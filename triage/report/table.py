@@ -349,11 +349,15 @@ def _timeline(events: tuple[TimelineEvent, ...], room: int) -> list[Text]:
 def _step_lines(report: Report, s: StepResult) -> tuple[list[str], str]:
     """A step's evidence as the table shows it, and where the rest is."""
     top, nested = step_lines(report, s)
-    shown = top[:STEP_EVIDENCE]
+    # The suggestion to measure a window is never among the lines left out.
+    shown = top[:STEP_EVIDENCE] + [line for line in top[STEP_EVIDENCE:] if
+                                   "--prometheus auto" in line]
     more = len(top) - len(shown)
     where = []
+    fed = any(f.step == s.step and f.answers_step for p in report.pods for f in p.findings)
     if nested:
-        where.append("the findings' evidence is in the pod panels above")
+        where.append("the findings' evidence is in the pod panels above" if fed else
+                     f"{nested} more line(s) in the pod panels above")
     if more:
         where.append(f"{more} more line(s): {MORE}")
     return shown, "; ".join(where)
