@@ -7,7 +7,7 @@ time, although most of them never run on a given input.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import regex
 
@@ -40,11 +40,26 @@ class LazyRegex:
     @property
     def flags(self) -> int:
         if self._known_flags is None:
-            if self._compiled is None and not _INLINE_FLAGS.search(self.pattern):
-                self._known_flags = self._flags | _implied_flags(self._flags)
+            leading = _leading_flags(self.pattern) if self._compiled is None else None
+            if leading is not None:
+                flags = self._flags | leading
+                self._known_flags = flags | _implied_flags(flags)
             else:
                 self._known_flags = int(self.compiled().flags)
         return self._known_flags
+
+    # The calls the log engine and the facts make, without __getattr__'s failed lookup.
+    def search(self, *args: Any, **kwargs: Any) -> Any:
+        return self.compiled().search(*args, **kwargs)
+
+    def match(self, *args: Any, **kwargs: Any) -> Any:
+        return self.compiled().match(*args, **kwargs)
+
+    def finditer(self, *args: Any, **kwargs: Any) -> Any:
+        return self.compiled().finditer(*args, **kwargs)
+
+    def sub(self, *args: Any, **kwargs: Any) -> Any:
+        return self.compiled().sub(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
@@ -65,6 +80,28 @@ class LazyRegex:
     def __repr__(self) -> str:
         return f"LazyRegex({self.pattern!r}, {self._flags:#x})"
 
+
+def compile(pattern: str, flags: int = 0) -> regex.Pattern[str]:
+    """``regex.compile(pattern, flags)`` on first use, typed as the compiled pattern: for
+    module constants, most of which a given run never uses."""
+    return cast("regex.Pattern[str]", LazyRegex(pattern, flags))
+
+
+def _leading_flags(pattern: str) -> int | None:
+    """The global flags a pattern sets inline, when they are all in one group at its start
+    (``(?i)abc``: IGNORECASE) or it sets none (0); None when only compiling can tell."""
+    m = _LEADING.match(pattern)
+    rest = pattern[m.end():] if m else pattern
+    if _INLINE_FLAGS.search(rest):
+        return None
+    out = 0
+    for letter in m.group(1) if m else "":
+        out |= _LETTERS[letter]
+    return out
+
+
+_LETTERS = {"i": regex.IGNORECASE, "m": regex.MULTILINE, "s": regex.DOTALL, "x": regex.VERBOSE}
+_LEADING = regex.compile(r"\(\?([imsx]+)\)")
 
 # An inline flag group that sets a flag for the whole pattern ((?i), (?s-m), not (?i:...)
 # nor (?P<name>...)): the pattern's flags are then known only once it is compiled.

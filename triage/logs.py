@@ -39,6 +39,8 @@ from typing import Any, ClassVar
 
 import regex
 
+from triage.lazyregex import LazyRegex
+
 hyperscan: Any
 try:  # a well-kept multi-pattern engine; optional, the pure-Python path gives the same answers
     import hyperscan
@@ -208,9 +210,9 @@ class Query:
 
     def __post_init__(self) -> None:
         # ^ and $ mean a message's start and end: lines are searched a block at a time.
+        # Compiled on first use (after the prefilter): most queries never run on a log.
         if not self.regex.flags & regex.MULTILINE:
-            object.__setattr__(self, "regex", regex.compile(
-                self.regex.pattern, self.regex.flags | regex.MULTILINE))
+            object.__setattr__(self, "regex", _multiline(self.regex.pattern, self.regex.flags))
 
     @property
     def key(self) -> tuple[str, int, frozenset[str] | None]:
@@ -230,6 +232,17 @@ class Query:
         only then are the lines before a candidate searched with it."""
         return bool(self.regex.flags & regex.DOTALL
                     or _SPANS.search(self.regex.pattern) is not None)
+
+
+_MULTILINE: dict[tuple[str, int], LazyRegex] = {}
+
+
+def _multiline(pattern: str, flags: int) -> LazyRegex:
+    """``pattern`` with MULTILINE, compiled once on first use however many Querys hold it."""
+    key = (pattern, int(flags) | regex.MULTILINE)
+    if key not in _MULTILINE:
+        _MULTILINE[key] = LazyRegex(*key)
+    return _MULTILINE[key]
 
 
 @dataclass

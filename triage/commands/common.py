@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import regex
 import typer
 
+from triage import lazyregex
 from triage.collect import CollectError, InputError, outfile
 from triage.redact import redact_text
 from triage.sanitize import sanitize
@@ -67,7 +68,7 @@ def fail(message: str, code: int) -> None:
     raise typer.Exit(code)
 
 
-_DURATION = regex.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s?)?$")
+_DURATION = lazyregex.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s?)?$")
 
 
 def parse_duration(text: str) -> float:
