@@ -564,9 +564,7 @@ class _Engine:
         if hyperscan is None or os.environ.get("VLLM_TRIAGE_NO_HYPERSCAN"):
             self.slow = set(keys)
             return
-        wanted = [(_prefilter_pattern(q.regex.pattern) or _level_prefilter(q.levels),
-                   _flags(q.regex)) for q in (queries.queries[k] for k in keys)]
-        self.db, slow = _load_or_compile(wanted)
+        self.db, slow = _load_or_compile(_prefilters(keys, queries))
         self.slow = {keys[i] for i in slow}
 
     @classmethod
@@ -577,6 +575,39 @@ class _Engine:
         if engine is None:
             engine = cls._cache[ident] = cls(keys, queries)
         return engine
+
+
+def _prefilters(keys: list[Key], queries: QuerySet) -> list[tuple[str | None, int]]:
+    """Each query's prefilter and Hyperscan flags. Deriving them parses every regex
+    (a large part of a small analyze's start-up), so they are cached beside the
+    databases, keyed by the queries and by the code that derives them."""
+    code = [_code_ident(f.__code__)
+            for f in (_prefilter_pattern, _min_width, _level_prefilter, _flags)]
+    named = [(pattern, flags, None if levels is None else sorted(levels))
+             for pattern, flags, levels in keys]  # a frozenset's order varies by run
+    digest = hashlib.sha256(repr((named, code, getattr(hyperscan, "__version__", ""))).encode()
+                            ).hexdigest()[:24]
+    path = _cache_dir() / f"prefilters-{digest}.json"
+    try:
+        return [(p, int(f)) for p, f in json.loads(path.read_text())]
+    except Exception:  # absent or unreadable: derive them
+        pass
+    wanted = [(_prefilter_pattern(q.regex.pattern) or _level_prefilter(q.levels),
+               _flags(q.regex)) for q in (queries.queries[k] for k in keys)]
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(wanted))
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only home is fine: derive them again next time
+    return wanted
+
+
+def _code_ident(code: Any) -> tuple[Any, ...]:
+    """A function's bytecode and constants, nested code included (no addresses)."""
+    return (code.co_code, code.co_names, tuple(
+        _code_ident(c) if hasattr(c, "co_code") else c for c in code.co_consts))
 
 
 def _flags(rx: Any) -> int:
