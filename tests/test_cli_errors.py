@@ -97,7 +97,7 @@ def test_patterns_at_a_missing_directory_is_exit_2(command: str, tmp_path: Path)
             "patterns": ["patterns"]}[command]
     run = run_cli(*args, "--patterns", str(missing))
     assert run.code == 2, (run.code, run.stderr)
-    assert f"{missing}: no such directory" in usage_error(run.stderr)
+    assert f"--patterns {missing}: no such directory" in one_error_line(run.stderr)
     assert run.stdout == ""
 
 
@@ -106,7 +106,7 @@ def test_patterns_at_a_file_is_exit_2(tmp_path: Path) -> None:
     not_dir.write_text("id: x\n")
     run = run_cli("analyze", str(FIXTURES / "cuda-oom"), "--patterns", str(not_dir))
     assert run.code == 2
-    assert "is not a directory of pattern files" in usage_error(run.stderr)
+    assert "is not a directory of pattern files" in one_error_line(run.stderr)
 
 
 @pytest.mark.parametrize(("selector", "said"), [
@@ -121,7 +121,7 @@ def test_a_malformed_selector_is_exit_2_before_any_request(selector: str, said: 
     with replay("cuda-oom", tmp_path) as (_server, kc):
         run = run_cli("scan", "--kubeconfig", str(kc), "-l", selector)
     assert run.code == 2, run.stderr
-    assert said in usage_error(run.stderr)
+    assert said in one_error_line(run.stderr) and f"-l {selector!r}" in run.stderr
     log = tmp_path / "requests.log"
     assert not log.exists() or log.read_text().strip() == ""  # nothing was asked
 

@@ -289,7 +289,7 @@ def _label_selector(value: str | None) -> str | None:
     try:
         check(value or "")
     except SelectorError as exc:
-        raise typer.BadParameter(str(exc)) from None
+        fail(f"-l {exc}", EXIT_USAGE)
     return value
 
 
@@ -309,9 +309,9 @@ def _pattern_dirs(value: list[Path] | None) -> list[Path] | None:
     is read, never a run without the patterns it meant."""
     for directory in value or []:
         if not directory.exists():
-            raise typer.BadParameter(f"{directory}: no such directory")
+            fail(f"--patterns {directory}: no such directory", EXIT_USAGE)
         if not directory.is_dir():
-            raise typer.BadParameter(f"{directory} is not a directory of pattern files")
+            fail(f"--patterns {directory} is not a directory of pattern files", EXIT_USAGE)
     return value
 
 
