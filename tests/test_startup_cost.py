@@ -204,3 +204,19 @@ def test_compiled_code_kept_between_runs_gives_the_same_patterns(tmp_path: Path)
                  (r"^ERROR .*$", regex.MULTILINE), (r"a(?s).b", 0), (r"[\u2580-\u259f]+", 0)]]
     assert [row[:1] for row in fresh] == expected
     assert fresh[0][2] and fresh[1][2] and fresh[2][2] and fresh[3][2]  # each one matched
+
+
+def test_importing_the_analysis_compiles_almost_nothing(tmp_path: Path) -> None:
+    """Module constants (the facts', selection's, the log engine's fact queries with
+    MULTILINE) compile on first use: importing everything analyze needs compiled 217
+    patterns before (60 of them Query.__post_init__'s MULTILINE copies), 15 now."""
+    code = ("import json, sys, regex\n"
+            "n = []\nreal = regex.compile\n"
+            "regex.compile = lambda *a, **k: n.append(str(a[0])) or real(*a, **k)\n"
+            "import triage.cli, triage.pipeline, triage.collect.bundle\n"
+            "print(json.dumps(n))\n")
+    env = {"XDG_CACHE_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=str(ROOT), env=env, check=True,
+                         capture_output=True, text=True, timeout=120).stdout
+    compiled = json.loads(out)
+    assert len(compiled) <= 20, compiled
