@@ -140,15 +140,25 @@ def main() -> None:
     _fast_exit(SystemExit(0))
 
 
+SCRIPTS = ("vllm-triage", "kubectl-vllm_triage")
+
+
+def _is_the_program() -> bool:
+    program = sys.modules.get("__main__")
+    spec = getattr(program, "__spec__", None)
+    if spec is not None and spec.name == "triage.cli":
+        return True
+    return Path(str(getattr(program, "__file__", ""))).name in SCRIPTS
+
+
 def _fast_exit(done: SystemExit) -> None:
     """End the process without the interpreter's teardown (collecting every module's
     objects: a noticeable share of a short run), once nothing is left to do: only when
-    run as the program (the console script or ``python -m``; not ``-c`` nor embedded in
-    another program), no other thread runs, the exit handlers ran and
+    run as the program (its console scripts or ``python -m triage.cli``; not called
+    from another program), no other thread runs, the exit handlers ran and
     both streams flushed. Otherwise (an error flushing, say) return, and the normal exit
     happens, with its usual reporting."""
-    program = getattr(sys.modules.get("__main__"), "__file__", None)  # a script, or -m
-    if program is None or threading.active_count() > 1 or \
+    if not _is_the_program() or threading.active_count() > 1 or \
             threading.current_thread() is not threading.main_thread():
         return
     code = done.code
