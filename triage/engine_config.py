@@ -19,6 +19,7 @@ from typing import Any
 import regex
 import yaml
 
+from triage import lazyregex
 from triage.snapshot import Obj, Snapshot, meta
 from triage.workload import command_line
 
@@ -52,7 +53,7 @@ UNSET_MEANING: dict[str, str] = {
     "enforce-eager": "False (CUDA graphs captured)",
 }
 
-_VAR_REF = regex.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+_VAR_REF = lazyregex.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 
 
 @dataclass
@@ -184,7 +185,7 @@ def parse(container: Obj, snapshot: Snapshot | None = None, pod: Obj | None = No
 
 
 # Images whose ENTRYPOINT is `vllm serve` (docker/Dockerfile, vllm-openai target).
-_SERVE_ENTRYPOINT_IMAGE = regex.compile(r"(?i)(?:^|/)vllm-openai(?:[:@]|$)")
+_SERVE_ENTRYPOINT_IMAGE = lazyregex.compile(r"(?i)(?:^|/)vllm-openai(?:[:@]|$)")
 
 
 def _image_entrypoint_serves(container: Obj) -> bool:

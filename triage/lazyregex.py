@@ -7,7 +7,12 @@ time, although most of them never run on a given input.
 
 from __future__ import annotations
 
-from typing import Any
+import atexit
+import marshal
+import os
+import threading
+from pathlib import Path
+from typing import Any, cast
 
 import regex
 
@@ -32,7 +37,7 @@ class LazyRegex:
     def compiled(self) -> Any:
         if self._compiled is None:
             try:
-                self._compiled = regex.compile(self.pattern, self._flags)
+                self._compiled = _compile(self.pattern, self._flags)
             except regex.error as exc:
                 raise ValueError(f"invalid regular expression {self.pattern!r}: {exc}") from None
         return self._compiled
@@ -40,11 +45,26 @@ class LazyRegex:
     @property
     def flags(self) -> int:
         if self._known_flags is None:
-            if self._compiled is None and not _INLINE_FLAGS.search(self.pattern):
-                self._known_flags = self._flags | _implied_flags(self._flags)
+            leading = _leading_flags(self.pattern) if self._compiled is None else None
+            if leading is not None:
+                flags = self._flags | leading
+                self._known_flags = flags | _implied_flags(flags)
             else:
                 self._known_flags = int(self.compiled().flags)
         return self._known_flags
+
+    # The calls the log engine and the facts make, without __getattr__'s failed lookup.
+    def search(self, *args: Any, **kwargs: Any) -> Any:
+        return self.compiled().search(*args, **kwargs)
+
+    def match(self, *args: Any, **kwargs: Any) -> Any:
+        return self.compiled().match(*args, **kwargs)
+
+    def finditer(self, *args: Any, **kwargs: Any) -> Any:
+        return self.compiled().finditer(*args, **kwargs)
+
+    def sub(self, *args: Any, **kwargs: Any) -> Any:
+        return self.compiled().sub(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
@@ -66,6 +86,28 @@ class LazyRegex:
         return f"LazyRegex({self.pattern!r}, {self._flags:#x})"
 
 
+def compile(pattern: str, flags: int = 0) -> regex.Pattern[str]:
+    """``regex.compile(pattern, flags)`` on first use, typed as the compiled pattern: for
+    module constants, most of which a given run never uses."""
+    return cast("regex.Pattern[str]", LazyRegex(pattern, flags))
+
+
+def _leading_flags(pattern: str) -> int | None:
+    """The global flags a pattern sets inline, when they are all in one group at its start
+    (``(?i)abc``: IGNORECASE) or it sets none (0); None when only compiling can tell."""
+    m = _LEADING.match(pattern)
+    rest = pattern[m.end():] if m else pattern
+    if _INLINE_FLAGS.search(rest):
+        return None
+    out = 0
+    for letter in m.group(1) if m else "":
+        out |= _LETTERS[letter]
+    return out
+
+
+_LETTERS = {"i": regex.IGNORECASE, "m": regex.MULTILINE, "s": regex.DOTALL, "x": regex.VERBOSE}
+_LEADING = regex.compile(r"\(\?([imsx]+)\)")
+
 # An inline flag group that sets a flag for the whole pattern ((?i), (?s-m), not (?i:...)
 # nor (?P<name>...)): the pattern's flags are then known only once it is compiled.
 _INLINE_FLAGS = regex.compile(r"\(\?(?!P[<=>])[a-zA-Z^-]+\)")
@@ -77,3 +119,99 @@ def _implied_flags(flags: int) -> int:
     if flags not in _IMPLIED:
         _IMPLIED[flags] = int(regex.compile("", flags).flags)
     return _IMPLIED[flags]
+
+
+# --- compiled code, kept between runs ----------------------------------------------------
+#
+# `regex` parses and compiles a pattern in Python (a few milliseconds each) and hands the
+# result, a list of opcodes, to its C engine. The opcodes of the patterns compiled lazily
+# are kept in the user's cache directory (beside the log engine's Hyperscan databases),
+# keyed by `regex`'s version, the pattern and its flags, so the next run hands them to the
+# C engine directly. Anything unexpected (another `regex`, a damaged file) is a plain
+# compile.
+
+_CODE: dict[tuple[str, int], tuple[Any, ...]] | None = None
+_NEW: dict[tuple[str, int], tuple[Any, ...]] = {}
+_LOCK = threading.Lock()
+_SEEN = threading.local()
+
+
+def _code_file() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    version = regex.__version__.replace("/", "_")
+    return Path(base) / "vllm-triage" / f"regex-{version}-v{int(regex.DEFAULT_VERSION)}.marshal"
+
+
+def _load_code() -> dict[tuple[str, int], tuple[Any, ...]]:
+    global _CODE
+    if _CODE is None:
+        try:
+            loaded = marshal.loads(_code_file().read_bytes())
+            _CODE = {(p, int(f)): tuple(a) for (p, f), a in loaded.items()}
+        except Exception:  # absent, damaged, or from another Python
+            _CODE = {}
+    return _CODE
+
+
+class _Recorder:
+    """`regex`'s C module as its compiler sees it, noting what each compile hands it."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def compile(self, *args: Any) -> Any:
+        out = self._real.compile(*args)
+        _SEEN.args = args
+        return out
+
+
+def _engine() -> Any:
+    from regex import _main
+
+    current = _main._regex
+    if not isinstance(current, _Recorder):
+        current = _main._regex = _Recorder(current)
+    return current._real
+
+
+def _compile(pattern: str, flags: int) -> Any:
+    key = (pattern, int(flags))
+    with _LOCK:
+        args = _load_code().get(key) or _NEW.get(key)
+        real = _engine()
+    if args is not None:
+        try:
+            return real.compile(*args)
+        except Exception:  # not what this `regex` expects: compile it
+            pass
+    _SEEN.args = None
+    compiled = regex.compile(pattern, flags)
+    seen = getattr(_SEEN, "args", None)
+    if seen is not None and not seen[5] and not seen[6]:  # no named lists
+        record = tuple(int(a) if isinstance(a, int) else a for a in seen)  # flags are enums
+        try:
+            marshal.dumps(record)
+        except ValueError:
+            return compiled
+        with _LOCK:
+            if not _NEW:
+                atexit.register(_save_code)
+            _NEW[key] = record
+    return compiled
+
+
+def _save_code() -> None:
+    """Add this run's compiles to the file (replaced atomically; a read-only home is fine)."""
+    path = _code_file()
+    with _LOCK:
+        merged = {**_load_code(), **_NEW}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(marshal.dumps(merged))
+        os.replace(tmp, path)
+    except OSError:
+        pass

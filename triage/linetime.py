@@ -19,13 +19,13 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-import regex
+from triage import lazyregex
 
 # The kubelet's prefix with timestamps=true: RFC3339Nano (trailing zeros of the fraction
 # trimmed, as Go prints it), then one space.
-KUBELET_STAMP = regex.compile(
+KUBELET_STAMP = lazyregex.compile(
     r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)[ \t]")
-_VLLM_STAMP = regex.compile(r"\b(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b")
+_VLLM_STAMP = lazyregex.compile(r"\b(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b")
 
 KUBELET = "kubelet"
 VLLM = "vllm"

@@ -39,6 +39,8 @@ from typing import Any, ClassVar
 
 import regex
 
+from triage.lazyregex import LazyRegex
+
 hyperscan: Any
 try:  # a well-kept multi-pattern engine; optional, the pure-Python path gives the same answers
     import hyperscan
@@ -208,9 +210,9 @@ class Query:
 
     def __post_init__(self) -> None:
         # ^ and $ mean a message's start and end: lines are searched a block at a time.
+        # Compiled on first use (after the prefilter): most queries never run on a log.
         if not self.regex.flags & regex.MULTILINE:
-            object.__setattr__(self, "regex", regex.compile(
-                self.regex.pattern, self.regex.flags | regex.MULTILINE))
+            object.__setattr__(self, "regex", _multiline(self.regex.pattern, self.regex.flags))
 
     @property
     def key(self) -> tuple[str, int, frozenset[str] | None]:
@@ -230,6 +232,17 @@ class Query:
         only then are the lines before a candidate searched with it."""
         return bool(self.regex.flags & regex.DOTALL
                     or _SPANS.search(self.regex.pattern) is not None)
+
+
+_MULTILINE: dict[tuple[str, int], LazyRegex] = {}
+
+
+def _multiline(pattern: str, flags: int) -> LazyRegex:
+    """``pattern`` with MULTILINE, compiled once on first use however many Querys hold it."""
+    key = (pattern, int(flags) | regex.MULTILINE)
+    if key not in _MULTILINE:
+        _MULTILINE[key] = LazyRegex(*key)
+    return _MULTILINE[key]
 
 
 @dataclass
@@ -551,9 +564,7 @@ class _Engine:
         if hyperscan is None or os.environ.get("VLLM_TRIAGE_NO_HYPERSCAN"):
             self.slow = set(keys)
             return
-        wanted = [(_prefilter_pattern(q.regex.pattern) or _level_prefilter(q.levels),
-                   _flags(q.regex)) for q in (queries.queries[k] for k in keys)]
-        self.db, slow = _load_or_compile(wanted)
+        self.db, slow = _load_or_compile(_prefilters(keys, queries))
         self.slow = {keys[i] for i in slow}
 
     @classmethod
@@ -564,6 +575,39 @@ class _Engine:
         if engine is None:
             engine = cls._cache[ident] = cls(keys, queries)
         return engine
+
+
+def _prefilters(keys: list[Key], queries: QuerySet) -> list[tuple[str | None, int]]:
+    """Each query's prefilter and Hyperscan flags. Deriving them parses every regex
+    (a large part of a small analyze's start-up), so they are cached beside the
+    databases, keyed by the queries and by the code that derives them."""
+    code = [_code_ident(f.__code__)
+            for f in (_prefilter_pattern, _min_width, _level_prefilter, _flags)]
+    named = [(pattern, flags, None if levels is None else sorted(levels))
+             for pattern, flags, levels in keys]  # a frozenset's order varies by run
+    digest = hashlib.sha256(repr((named, code, getattr(hyperscan, "__version__", ""))).encode()
+                            ).hexdigest()[:24]
+    path = _cache_dir() / f"prefilters-{digest}.json"
+    try:
+        return [(p, int(f)) for p, f in json.loads(path.read_text())]
+    except Exception:  # absent or unreadable: derive them
+        pass
+    wanted = [(_prefilter_pattern(q.regex.pattern) or _level_prefilter(q.levels),
+               _flags(q.regex)) for q in (queries.queries[k] for k in keys)]
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(wanted))
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only home is fine: derive them again next time
+    return wanted
+
+
+def _code_ident(code: Any) -> tuple[Any, ...]:
+    """A function's bytecode and constants, nested code included (no addresses)."""
+    return (code.co_code, code.co_names, tuple(
+        _code_ident(c) if hasattr(c, "co_code") else c for c in code.co_consts))
 
 
 def _flags(rx: Any) -> int:

@@ -22,20 +22,22 @@ from __future__ import annotations
 
 import regex
 
+from triage import lazyregex
+
 # ESC or its C1 equivalent, then what the sequence is: CSI parameters and a
 # final byte; OSC / DCS / SOS / PM / APC strings up to BEL or ST (bounded:
 # an unterminated string is cut at the bound, never scanned to the end of
 # the text again and again); or a single final byte after ESC.
-_SEQUENCE = regex.compile(
+_SEQUENCE = lazyregex.compile(
     r"(?:\x1b\[|\x9b)[\x30-\x3f]{0,64}+[\x20-\x2f]{0,16}+[\x40-\x7e]?"
     r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]{0,4096}+(?:\x07|\x1b\\|\x9c)?"
     r"|\x1b[\x20-\x2f]{0,4}+[\x30-\x7e]?"
     # kubectl and Docker json-file logs sometimes carry the escape as the text "#033["
     r"|#033\[[0-9;]{0,64}+[A-Za-z]"
 )
-_VISIBLE = regex.compile(
+_VISIBLE = lazyregex.compile(
     r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
-_NEEDS_WORK = regex.compile(
+_NEEDS_WORK = lazyregex.compile(
     r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]|#033\[")
 
 

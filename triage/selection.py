@@ -29,6 +29,7 @@ from collections.abc import Collection, Iterable
 
 import regex
 
+from triage import lazyregex
 from triage.snapshot import Obj, meta
 from triage.workload import (
     command_line,
@@ -40,20 +41,20 @@ from triage.workload import (
     is_sidecar,
 )
 
-_VLLM_IMAGE = regex.compile(r"(?i)(^|/)vllm[-_/]|vllm-openai|(^|/)vllm(:|@|$)")
-_VLLM_COMMAND = regex.compile(
+_VLLM_IMAGE = lazyregex.compile(r"(?i)(^|/)vllm[-_/]|vllm-openai|(^|/)vllm(:|@|$)")
+_VLLM_COMMAND = lazyregex.compile(
     r"(?i)(^|[\s/])vllm\s+serve\b|vllm\.entrypoints\.openai\.api_server|"
     r"vllm\.entrypoints\.api_server|(^|\s)vllm$|huggingfaceserver.*--backend[= ]vllm"
 )
 # KServe's Hugging Face runtime serves with vLLM unless told otherwise.
-_KSERVE_HF_IMAGE = regex.compile(r"(?i)(^|/)huggingfaceserver(:|@|$)")
-_KSERVE_NOT_VLLM = regex.compile(r"--backend[= ](?:huggingface|hf)\b")
+_KSERVE_HF_IMAGE = lazyregex.compile(r"(?i)(^|/)huggingfaceserver(:|@|$)")
+_KSERVE_NOT_VLLM = lazyregex.compile(r"--backend[= ](?:huggingface|hf)\b")
 # Routers and gateways in front of vLLM carry its name but serve no model; nor
 # does vllm-triage itself (its watch runs in the cluster, image vllm-triage).
-_NOT_A_SERVER = regex.compile(r"(?i)router|gateway|proxy|exporter|triage")
+_NOT_A_SERVER = lazyregex.compile(r"(?i)router|gateway|proxy|exporter|triage")
 # Containers next to the model server in its pod (a mesh proxy, llm-d's routing
 # sidecar, a log shipper).
-_SIDECAR = regex.compile(r"(?i)router|gateway|proxy|exporter|sidecar|fluent|shipper|agent\b")
+_SIDECAR = lazyregex.compile(r"(?i)router|gateway|proxy|exporter|sidecar|fluent|shipper|agent\b")
 
 # Engine flags only vLLM (and its forks) take: one of them in a container's args
 # makes it a vLLM server whatever its image is called. Flags other servers share
@@ -82,20 +83,20 @@ _NAMING_LABELS = (
 # select a pod only when it asks for a GPU; a vLLM pod without one is still found by
 # its log's first lines (it fails, so its head is read).
 _GROUP_LABELS = ("app.kubernetes.io/instance", "app.kubernetes.io/part-of", "app")
-_NAMES_VLLM = regex.compile(r"(?i)(?:^|[-_./])vllm(?:$|[-_./])")
+_NAMES_VLLM = lazyregex.compile(r"(?i)(?:^|[-_./])vllm(?:$|[-_./])")
 # ... unless the value says it is what sits around a server (a router, a load generator,
 # this tool's own watch).
-_NOT_A_SERVER_LABEL = regex.compile(
+_NOT_A_SERVER_LABEL = lazyregex.compile(
     r"(?i)router|gateway|proxy|exporter|bench|loadgen|client|triage")
 # Labels that mark a model server of a stack whose servers are vLLM.
 _SERVER_LABELS: tuple[tuple[str, regex.Pattern[str]], ...] = (
     # KServe's LLMInferenceService runs vLLM (app.kubernetes.io/component
     # llminferenceservice-workload, -workload-prefill, -workload-worker).
-    ("app.kubernetes.io/component", regex.compile(r"^llminferenceservice-workload")),
+    ("app.kubernetes.io/component", lazyregex.compile(r"^llminferenceservice-workload")),
     # llm-d's model servers (llm-d.ai/role: prefill, decode, both).
-    ("llm-d.ai/role", regex.compile(r"^(?:prefill|decode|both|prefill-decode)$")),
-    ("llm-d.ai/inferenceServing", regex.compile(r"^true$")),
-    ("llm-d.ai/inference-serving", regex.compile(r"^true$")),
+    ("llm-d.ai/role", lazyregex.compile(r"^(?:prefill|decode|both|prefill-decode)$")),
+    ("llm-d.ai/inferenceServing", lazyregex.compile(r"^true$")),
+    ("llm-d.ai/inference-serving", lazyregex.compile(r"^true$")),
 )
 # The production-stack Helm chart labels each engine Deployment's pods with
 # the model's name and the release (helm/templates/deployment-vllm-multi.yaml).
@@ -103,7 +104,7 @@ _PRODUCTION_STACK = ("model", "helm-release-name")
 
 # The first lines vLLM prints, in every version (shared reference section 0 and 3);
 # argparse's usage line of `vllm` counts too: a pod that dies of its own flags.
-_VLLM_LOG = regex.compile(
+_VLLM_LOG = lazyregex.compile(
     r"vLLM API server version|Automatically detected platform \w+\.|\(APIServer pid=\d+\)|"
     r"\((?:EngineCore|VllmWorker|VllmWorkerProcess|Worker_TP)\w*(?:[ \t]+rank=\d+)?[ \t]+pid=\d+"
     r"|Initializing (?:a V1 LLM engine|an LLM engine) \(v|^usage: vllm\b|^vllm(?: serve)?: error:",

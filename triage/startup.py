@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import regex
 
-from triage import linetime
+from triage import lazyregex, linetime
 from triage.logs import LogIndex, LogLine, Query, queries_of
 
 _NUM = r"([\d,]+(?:\.\d+)?)"
@@ -22,28 +22,28 @@ def _n(text: str) -> float:
 
 
 # vLLM's own timestamp ("11-28 03:05:19", no year), used to time the start-up.
-_STAMP = regex.compile(r"\b(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b")
+_STAMP = lazyregex.compile(r"\b(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b")
 
 _RULES: list[tuple[str, regex.Pattern[str]]] = [
-    ("kv_cache_tokens", regex.compile(r"\bKV cache size: " + _NUM + r" tokens")),
-    ("max_concurrency", regex.compile(
+    ("kv_cache_tokens", lazyregex.compile(r"\bKV cache size: " + _NUM + r" tokens")),
+    ("max_concurrency", lazyregex.compile(
         r"Maximum concurrency for " + _NUM + r" tokens per request: " + _NUM + r"x")),
-    ("gpu_blocks", regex.compile(r"# (?:GPU|cuda|xpu|hpu) blocks: " + _NUM)),
-    ("kv_cache_memory_gib", regex.compile(r"Available KV cache memory: (-?[\d.]+) ?GiB")),
-    ("weights_seconds", regex.compile(r"Loading weights took ([\d.]+) seconds")),
-    ("model_load", regex.compile(
+    ("gpu_blocks", lazyregex.compile(r"# (?:GPU|cuda|xpu|hpu) blocks: " + _NUM)),
+    ("kv_cache_memory_gib", lazyregex.compile(r"Available KV cache memory: (-?[\d.]+) ?GiB")),
+    ("weights_seconds", lazyregex.compile(r"Loading weights took ([\d.]+) seconds")),
+    ("model_load", lazyregex.compile(
         r"Model loading took ([\d.]+) ?GiB(?: memory)? and ([\d.]+) seconds")),
-    ("model_load_v0", regex.compile(r"Loading model weights took ([\d.]+) GB")),
-    ("init_engine_seconds", regex.compile(
+    ("model_load_v0", lazyregex.compile(r"Loading model weights took ([\d.]+) GB")),
+    ("init_engine_seconds", lazyregex.compile(
         r"init engine \(profile, create kv cache, warmup model\) took ([\d.]+) s")),
-    ("ready", regex.compile(
+    ("ready", lazyregex.compile(
         r"Starting vLLM (?:API )?server|Application startup complete|Uvicorn running on|"
         r"Available routes are:")),
-    ("loading", regex.compile(
+    ("loading", lazyregex.compile(
         r"Loading (?:safetensors|pt|np_cache) checkpoint shards|Loading safetensors using "
         r"Runai|Starting to load model|Downloading|Loading weights|Capturing CUDA graph|"
         r"Capturing cudagraphs|torch\.compile|Dynamo bytecode transform|Memory profiling")),
-    ("download", regex.compile(
+    ("download", lazyregex.compile(
         r"(?i)Fetching \d+ files|Downloading (?:shards|model|\S+\.safetensors)|"
         r"\.safetensors:\s+\d+%|download(?:ing)? weights")),
 ]

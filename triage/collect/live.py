@@ -16,6 +16,7 @@ A read that fails is recorded and the scan goes on.
 
 from __future__ import annotations
 
+import binascii
 import difflib
 import json
 import logging
@@ -215,9 +216,8 @@ def connect(kubeconfig: str | None, context: str | None, timeout: float,
     except (InputError, ClusterUnreachable):
         raise
     except Exception as exc:  # yaml errors and anything the loader raises on bad input
-        what = "" if isinstance(exc, ConfigException) else f"{exc.__class__.__name__}: "
         where = "in-cluster configuration" if in_cluster else f"kubeconfig {path}"
-        raise InputError(f"cannot load {where}: {what}{_one_line(str(exc))}") from None
+        raise InputError(f"cannot load {where}: {_config_problem(exc)}") from None
     finally:
         _connecting.clear()
     exec_failed = next((m for m in log.seen if m.startswith("exec:")), None)
@@ -272,6 +272,42 @@ def list_contexts(kubeconfig: str | None) -> list[str]:
     if not names:
         raise InputError(f"kubeconfig {path} has no contexts")
     return names
+
+
+def _config_problem(exc: Exception) -> str:
+    """What is wrong with a kubeconfig, in words: no library class names (a YAML
+    ParserError, binascii's Error, the client's ConfigException wording)."""
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        return f"it is not valid YAML ({exc.problem or exc.context or 'unreadable'}{at})"
+    if isinstance(exc, yaml.YAMLError):
+        return "it is not valid YAML"
+    if isinstance(exc, (TypeError, AttributeError, KeyError, IndexError)):
+        return "it is not a kubeconfig (a mapping with clusters, contexts and users)"
+    text = _one_line(str(exc))
+    if isinstance(exc, binascii.Error) or "base64" in text:
+        return f"a base64 value in it does not decode ({_first_lower(text)})"
+    if isinstance(exc, ConfigException):
+        m = _MISSING_KEY.search(text)
+        if m:
+            return f"it has no {m.group(1)}"
+        m = _MISSING_NAMED.search(text)
+        if m:
+            kind = m.group(2).rsplit("/", 1)[-1].removesuffix("s")
+            return f"it has no {kind} named {m.group(1)!r}"
+        text = text.removeprefix("Invalid kube-config file. ")
+    text = _CLASS_PREFIX.sub("", text)
+    return _first_lower(text) if text else "it could not be read"
+
+
+_MISSING_KEY = regex.compile(r"Expected key (\S+) in")
+_MISSING_NAMED = regex.compile(r"Expected object with name (\S*) in (\S+) list")
+_CLASS_PREFIX = regex.compile(r"^(?:[A-Za-z_][\w.]*(?:Error|Exception|Warning)|Error):\s*")
+
+
+def _first_lower(text: str) -> str:
+    return text[:1].lower() + text[1:] if text[1:2].islower() else text
 
 
 def _one_line(text: str) -> str:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-import regex
+from triage import lazyregex
 
 _KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
           (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"),
@@ -31,7 +31,7 @@ _KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")
 # The directories whose entries are a process's open file descriptors (after realpath:
 # /proc/self is a link to /proc/PID, /proc/thread-self to /proc/PID/task/TID, and
 # /dev/fd to /proc/self/fd on Linux; /dev/fd is a file system of its own on the BSDs).
-_FD_DIR = regex.compile(r"^(?:/proc/(?:(\d+)(?:/task/\d+)?|self|thread-self)|/dev)/fd$")
+_FD_DIR = lazyregex.compile(r"^(?:/proc/(?:(\d+)(?:/task/\d+)?|self|thread-self)|/dev)/fd$")
 _MAX_LINKS = 40  # what the kernel follows before ELOOP
 
 

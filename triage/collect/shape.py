@@ -129,14 +129,24 @@ def _object(obj: dict[str, Any], shaped: Shaped, overrides: dict[str, str],
             depth: int, path: tuple[str | int, ...], parent: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     under = _UNDER.get(parent, {})
+    selector = parent == "selector"
     for key, value in obj.items():
         if not isinstance(key, str):
             shaped.drop((*path, str(key)))
             continue
-        if parent == "selector" and key not in _LABEL_SELECTOR_KEYS:
+        if selector and key not in _LABEL_SELECTOR_KEYS:
             want: str | None = _SCALAR
         else:
             want = overrides.get(key) or under.get(key) or _FIELDS.get(key)
+        kind = type(value)
+        if (kind is str or kind is int or kind is bool) and depth <= 40:  # most leaves
+            if want in _KEEPS[kind]:
+                out[key] = value
+            else:
+                shaped.drop((*path, key))
+            continue
+        if key == "managedFields" and parent == "metadata":
+            continue  # never read, and dropped from all the tool keeps (redact_object)
         fixed = _value(key, value, want, shaped, depth, (*path, key))
         if fixed is _DROP:
             shaped.drop((*path, key))
@@ -146,6 +156,12 @@ def _object(obj: dict[str, Any], shaped: Shaped, overrides: dict[str, str],
 
 
 _DROP = object()
+# What a field of each kind may hold as a plain string, integer or boolean (as _value says).
+_KEEPS: dict[type, frozenset[str | None]] = {
+    str: frozenset({None, _STR, _SCALAR}),
+    int: frozenset({None, _INT, _SCALAR}),
+    bool: frozenset({None, _BOOL}),
+}
 
 
 def _value(key: str, value: Any, want: str | None, shaped: Shaped, depth: int,

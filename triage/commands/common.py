@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import regex
 import typer
 
+from triage import lazyregex
 from triage.collect import CollectError, InputError, outfile
 from triage.redact import redact_text
 from triage.sanitize import sanitize
@@ -67,7 +68,7 @@ def fail(message: str, code: int) -> None:
     raise typer.Exit(code)
 
 
-_DURATION = regex.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s?)?$")
+_DURATION = lazyregex.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s?)?$")
 
 
 def parse_duration(text: str) -> float:
@@ -281,9 +282,21 @@ ContextsOpt = Annotated[list[str] | None, typer.Option(
 AllContextsOpt = Annotated[bool, typer.Option(
     "--all-contexts", help="Every context of the kubeconfig (one section, or one triage "
     "loop, per cluster).")]
+def _label_selector(value: str | None) -> str | None:
+    """-l is a valid label selector, checked before any request is made."""
+    from triage.labelselector import SelectorError, check
+
+    try:
+        check(value or "")
+    except SelectorError as exc:
+        fail(f"-l {exc}", EXIT_USAGE)
+    return value
+
+
 SelectorOpt = Annotated[str | None, typer.Option(
-    "-l", "--selector", metavar="SELECTOR", help="Label selector for the vLLM pods (e.g. "
-    "app=vllm); selected pods are triaged even when their image does not name vLLM.")]
+    "-l", "--selector", metavar="SELECTOR", callback=_label_selector,
+    help="Label selector for the vLLM pods (e.g. app=vllm); selected pods are triaged even "
+    "when their image does not name vLLM.")]
 TimeoutOpt = Annotated[str, typer.Option(
     "--request-timeout", metavar="DURATION", help="Wall-time limit of each API request, answer "
     "included (30s, 1m; 0 for an hour).")]
@@ -291,9 +304,21 @@ MAX_TAIL_LINES = 200000
 TailOpt = Annotated[int, typer.Option(
     "--tail-lines", metavar="N", help=f"Log lines read per container log (1 to "
     f"{MAX_TAIL_LINES}).")]
+def _pattern_dirs(value: list[Path] | None) -> list[Path] | None:
+    """--patterns names directories that exist: a typo is a usage error before anything
+    is read, never a run without the patterns it meant."""
+    for directory in value or []:
+        if not directory.exists():
+            fail(f"--patterns {directory}: no such directory", EXIT_USAGE)
+        if not directory.is_dir():
+            fail(f"--patterns {directory} is not a directory of pattern files", EXIT_USAGE)
+    return value
+
+
 PatternsOpt = Annotated[list[Path] | None, typer.Option(
-    "--patterns", metavar="DIR", help="Extra directory of pattern files (repeatable); a file "
-    "with the id of a built-in pattern replaces it.")]
+    "--patterns", metavar="DIR", callback=_pattern_dirs,
+    help="Extra directory of pattern files (repeatable); a file with the id of a built-in "
+    "pattern replaces it.")]
 FORMATS = ", ".join(o.value for o in Output)
 OutputOpt = Annotated[str, typer.Option(
     "-o", "--output", metavar="FORMAT", help=f"Report format: {FORMATS}.",

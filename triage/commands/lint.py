@@ -26,16 +26,6 @@ from triage.commands.common import (
 )
 
 EPILOG = """\
-Examples:
-
-\b
-  vllm-triage lint -f deploy/vllm.yaml
-  vllm-triage lint -f k8s/ -R --fail-on warning       # strict CI
-  helm template llm charts/vllm | vllm-triage lint -f -
-  vllm-triage lint -k overlays/prod -o sarif > vllm-triage.sarif
-  vllm-triage lint -f k8s/ -R -o github               # GitHub Actions annotations
-  vllm-triage lint -f vllm.yaml --ignore image-tag-latest --explain
-
 \b
 Suppress a finding on one object with the annotation
   vllm-triage.io/ignore: "image-tag-latest,probe-timing"
@@ -62,8 +52,7 @@ class FailOn(str, Enum):
 
 def lint(
     files: Annotated[list[str] | None, typer.Argument(
-        metavar="FILE", help="Manifest files, as with -f (how pre-commit passes them).",
-        show_default=False)] = None,
+        metavar="FILE", hidden=True, show_default=False)] = None,
     filename: Annotated[list[str] | None, typer.Option(
         "-f", "--filename", metavar="FILE|DIR|-",
         help="Manifest file, directory of .yaml/.yml/.json files, or - for stdin "
@@ -75,9 +64,11 @@ def lint(
         help="Render a kustomization directory with `kubectl kustomize` and lint the "
         "output (repeatable).")] = None,
     output: Annotated[LintOutput, typer.Option(
-        "-o", "--output", help="Output format.")] = LintOutput.text,
+        "-o", "--output", metavar="FORMAT",
+        help="Output format: text, json, sarif, github.")] = LintOutput.text,
     fail_on: Annotated[FailOn, typer.Option(
-        "--fail-on", help="Exit 1 when a finding is at least this severe.")] = FailOn.critical,
+        "--fail-on", metavar="LEVEL", help="Exit 1 when a finding is at least this severe: "
+        "critical, warning, info, or never.")] = FailOn.critical,
     ignore: Annotated[list[str] | None, typer.Option(
         "--ignore", metavar="ID", help="Do not report this finding id (repeatable, or "
         "comma-separated).")] = None,
@@ -87,7 +78,10 @@ def lint(
     patterns: PatternsOpt = None,
     debug: DebugOpt = False,
 ) -> None:
-    """Check Kubernetes manifests for the vLLM traps, with the rules scan uses."""
+    """Check Kubernetes manifests for the vLLM traps, with the rules scan uses.
+
+    FILE... are manifest files, as with -f (how pre-commit passes them).
+    """
     from triage import pipeline
     from triage.collect.manifests import Input, collect
     from triage.report.lint_writers import writers

@@ -4,17 +4,20 @@ Typer 0.29 and later coerce every parameter through a pydantic ``TypeAdapter``, 
 the first time the parameter is processed: pydantic and its core schema are imported and
 schemas built before any command runs, about a third of ``analyze``'s start-up. The
 commands take ``str``, ``int``, ``bool``, ``pathlib.Path`` and lists of them; those
-values are coerced here the way typer's adapters coerce them. Any other annotation (an
-``Enum``), any parameter with constraints (``min``, a ``parser``, path checks), and any
-value not taken as it is (``--tail-lines abc``) go to typer's own adapter, so a mistake
-reads exactly as typer words it. A typer without these internals (older ones coerce
-with click types, with no pydantic) is left as it is.
+values are coerced here the way typer's adapters coerce them, and an ``Enum`` by its
+values, a wrong one said in words ("'wide' is not one of text, json, sarif, github",
+not pydantic's "Value error, ..."). Any other annotation, any parameter with
+constraints (``min``, a ``parser``, path checks), and any value not taken as it is
+(``--tail-lines abc``) go to typer's own adapter, so a mistake reads as typer words it.
+A typer without these internals (older ones coerce with click types, with no pydantic)
+is left as it is.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from enum import Enum
 from pathlib import Path
 from typing import Any, get_args, get_origin
 
@@ -60,6 +63,22 @@ def _as_path(value: Any) -> Path:
     return Path(value)
 
 
+def _as_enum(kind: type[Enum]) -> Convert:
+    def convert(value: Any) -> Enum:
+        if isinstance(value, kind):
+            return value
+        if not isinstance(value, str):
+            raise _Refused
+        for member in kind:
+            if value == member.value:
+                return member
+        import typer  # a wrong value: the usage error typer prints for a bad parameter
+
+        choices = ", ".join(str(m.value) for m in kind)
+        raise typer.BadParameter(f"{value!r} is not one of {choices}")
+    return convert
+
+
 _LEAVES: dict[Any, Convert] = {str: _as_str, int: _as_int, bool: _as_bool, Path: _as_path}
 # ParameterInfo's defaults: anything else asks for typer's own checks.
 _PLAIN = {"parser": None, "min": None, "max": None, "clamp": False, "exists": False,
@@ -78,6 +97,8 @@ def converter(annotation: Any, info: Any) -> Convert | None:
             return None
         return lambda value: [leaf(v) for v in (value if isinstance(value, (list, tuple))
                                                  else [value])]
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return _as_enum(annotation)
     return _LEAVES.get(annotation)
 
 

@@ -5,9 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-import regex
-
-from triage import linetime, workload
+from triage import lazyregex, linetime, workload
 from triage.facts import (
     LOG_QUERIES,
     ContainerContext,
@@ -20,9 +18,9 @@ from triage.logs import Hit, LogLine, Query
 from triage.results import Location
 from triage.snapshot import CURRENT, PREVIOUS, meta
 
-_MAX_MODEL_LEN_LOG = LOG_QUERIES.add(Query(regex.compile(
+_MAX_MODEL_LEN_LOG = LOG_QUERIES.add(Query(lazyregex.compile(
     r"\bUsing max model len (\d+)|\bmax_seq_len=(\d+)")))
-_BATCHED_TOKENS_LOG = LOG_QUERIES.add(Query(regex.compile(
+_BATCHED_TOKENS_LOG = LOG_QUERIES.add(Query(lazyregex.compile(
     r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)")))
 
 
@@ -193,7 +191,7 @@ def _int(text: str | None) -> int | None:
 # usage), V0 "... Running: 6 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage:
 # 7.2%, CPU KV cache usage: 0.0%." (engine/metrics.py).
 STATS_LINES_KEPT = 12  # two minutes of them
-_STATS_LOG = LOG_QUERIES.add(Query(regex.compile(
+_STATS_LOG = LOG_QUERIES.add(Query(lazyregex.compile(
     r"(?:\bEngine (\d+): )?Avg prompt throughput: [\d.]+ tokens/s, Avg generation "
     r"throughput: [\d.]+ tokens/s, Running: (\d+) reqs, (?:Swapped: \d+ reqs, Pending|Waiting): "
     r"(\d+) reqs,(?: [A-Za-z ]+: [\d.]+(?: reqs)?,)*? GPU KV cache usage: ([\d.]+)%")),
@@ -325,7 +323,7 @@ def stats_summary(ctx: ContainerContext) -> str | None:
             f"{series.span()}): {body}")
 
 
-_STAMP = regex.compile(r"\b(\d\d-\d\d \d\d:\d\d:\d\d)\b")
+_STAMP = lazyregex.compile(r"\b(\d\d-\d\d \d\d:\d\d:\d\d)\b")
 
 
 def _stamp_of(raw: str) -> str | None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import regex
 
+from triage import lazyregex
 from triage.facts import (
     LOG_QUERIES,
     ContainerContext,
@@ -30,35 +31,35 @@ from triage.snapshot import CURRENT, PREVIOUS
 
 # Most specific first: a timeout or a transport beats the bare result code.
 _NCCL_REGEXES: tuple[tuple[str, regex.Pattern[str]], ...] = (
-    ("collective timeout", regex.compile(
+    ("collective timeout", lazyregex.compile(
         r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), "
         r"OpType=(?P<op>\w+)[^)]*?Timeout\(ms\)=(?P<ms>\d+)\)")),
-    ("P2P / CUDA IPC between GPUs", regex.compile(
+    ("P2P / CUDA IPC between GPUs", lazyregex.compile(
         r"peer access is not supported between these two devices|failed to open CUDA IPC "
         r"handle|transport/p2p\.cc:\d+ NCCL WARN")),
-    ("InfiniBand / RoCE verbs", regex.compile(
+    ("InfiniBand / RoCE verbs", lazyregex.compile(
         r"NCCL WARN (?:Call to ibv_\w+ failed|NET/IB ?: (?:Got completion|\S+:\d+ async "
         r"fatal))")),
-    ("socket (TCP) between ranks", regex.compile(
+    ("socket (TCP) between ranks", lazyregex.compile(
         r"NCCL WARN (?:socket\w+:|Connect to \S+ failed|NET/Socket|\[Proxy Service \d+\]|"
         r"Socket recv failed)|socketProgress\w*: Call to \w+ from \S+ failed|Proxy Call to "
         r"rank \d+ failed")),
-    ("NCCL remote error (a peer exited or the network failed)", regex.compile(
+    ("NCCL remote error (a peer exited or the network failed)", lazyregex.compile(
         r"remote process exited or there was a network error|\bncclRemoteError\b")),
-    ("NCCL internal error", regex.compile(r"\bncclInternalError\b|NCCL error[^,]*, internal "
+    ("NCCL internal error", lazyregex.compile(r"\bncclInternalError\b|NCCL error[^,]*, internal "
                                           r"error")),
-    ("NCCL system error", regex.compile(
+    ("NCCL system error", lazyregex.compile(
         r"unhandled system error|\bncclSystemError\b|NCCL_ERROR_SYSTEM_ERROR")),
-    ("NCCL CUDA error", regex.compile(r"unhandled cuda error|\bncclUnhandledCudaError\b")),
+    ("NCCL CUDA error", lazyregex.compile(r"unhandled cuda error|\bncclUnhandledCudaError\b")),
 )
 # Answered by the scan's one pass over each log, like every pattern's regex.
 _NCCL_KINDS = tuple((kind, LOG_QUERIES.add(Query(rx))) for kind, rx in _NCCL_REGEXES)
 _RANK = (
-    regex.compile(r"\[[Rr]ank ?(\d+)\]"),
-    regex.compile(r"\bWorker_TP(\d+)"),
-    regex.compile(r"\brank=(\d+)"),
+    lazyregex.compile(r"\[[Rr]ank ?(\d+)\]"),
+    lazyregex.compile(r"\bWorker_TP(\d+)"),
+    lazyregex.compile(r"\brank=(\d+)"),
 )
-_NCCL_DEVICE = regex.compile(r"\S+:\d+:\d+ \[(\d+)\] ")
+_NCCL_DEVICE = lazyregex.compile(r"\S+:\d+:\d+ \[(\d+)\] ")
 
 
 def _rank(line: LogLine) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 import regex
 
-from triage import workload
+from triage import lazyregex, workload
 from triage.facts import ContainerContext, Measured, Unmeasurable, fact
 from triage.facts.container import shm_location
 from triage.snapshot import PREVIOUS, Obj, event_times, meta
@@ -97,13 +97,14 @@ def pod_scheduled(ctx: ContainerContext) -> Measured:
 
 # --- image pulls ---------------------------------------------------------------
 
-_CONTAINER_PREFIX = regex.compile(r"^spec\.(?:init|ephemeral)?[cC]ontainers\{(?P<name>[^}]*)\}: ")
-_PULLED = regex.compile(
+_CONTAINER_PREFIX = lazyregex.compile(
+    r"^spec\.(?:init|ephemeral)?[cC]ontainers\{(?P<name>[^}]*)\}: ")
+_PULLED = lazyregex.compile(
     r'Successfully pulled image "(?P<image>[^"]+)" in (?P<took>[0-9.hmsuµn]+)'
     r'(?: \((?P<waiting>[0-9.hmsuµn]+) including waiting\))?(?:\. Image size: (?P<size>\d+) '
     r'bytes)?')
-_PRESENT = regex.compile(r'Container image "(?P<image>[^"]+)" already present on machine')
-_GO_DURATION = regex.compile(r"(\d+(?:\.\d+)?)(h|ms|us|µs|ns|m|s)")
+_PRESENT = lazyregex.compile(r'Container image "(?P<image>[^"]+)" already present on machine')
+_GO_DURATION = lazyregex.compile(r"(\d+(?:\.\d+)?)(h|ms|us|µs|ns|m|s)")
 _UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6,
                  "ns": 1e-9}
 
@@ -336,7 +337,7 @@ def shm_size_mib(ctx: ContainerContext) -> Measured:
                     shm_location(ctx))
 
 
-_QUANTITY = regex.compile(r"^(\d+(?:\.\d+)?)([KMGTPE]i?|[kmgtpe]?)$")
+_QUANTITY = lazyregex.compile(r"^(\d+(?:\.\d+)?)([KMGTPE]i?|[kmgtpe]?)$")
 _QUANTITY_BYTES = {"": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15,
                    "E": 1e18, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40,
                    "Pi": 2**50, "Ei": 2**60}

@@ -13,15 +13,14 @@ does with the figure (a load time per GiB, a context limit) is the pattern's.
 
 from __future__ import annotations
 
-import regex
-
+from triage import lazyregex
 from triage.facts import ContainerContext, Measured, Unmeasurable, fact
 from triage.facts.engine import flag_at
 
-_MOE = regex.compile(r"(?i)(?:^|[-_/.])(\d+)x(\d+(?:\.\d+)?)b(?![a-z0-9])")
-_SIZE = regex.compile(r"(?i)(?:^|[-_/.])(\d+(?:\.\d+)?)([bm])(?![a-z0-9])")
-_FOUR_BIT = regex.compile(r"(?i)awq|gptq|int4|4bit|4-bit|w4a16|nf4|bnb")
-_EIGHT_BIT = regex.compile(r"(?i)fp8|int8|8bit|8-bit|w8a8|w8a16")
+_MOE = lazyregex.compile(r"(?i)(?:^|[-_/.])(\d+)x(\d+(?:\.\d+)?)b(?![a-z0-9])")
+_SIZE = lazyregex.compile(r"(?i)(?:^|[-_/.])(\d+(?:\.\d+)?)([bm])(?![a-z0-9])")
+_FOUR_BIT = lazyregex.compile(r"(?i)awq|gptq|int4|4bit|4-bit|w4a16|nf4|bnb")
+_EIGHT_BIT = lazyregex.compile(r"(?i)fp8|int8|8bit|8-bit|w8a8|w8a16")
 _QUANT_BYTES = {"awq": 0.5, "awq_marlin": 0.5, "gptq": 0.5, "gptq_marlin": 0.5,
                 "bitsandbytes": 0.5, "marlin": 0.5, "fp8": 1.0, "fbgemm_fp8": 1.0,
                 "int8": 1.0}
@@ -48,7 +47,7 @@ _CONTEXT: tuple[tuple[str, int], ...] = (
     (r"(?i)phi-4", 16384),
     (r"(?i)gpt-oss", 131072),
 )
-_CONTEXT_RX = tuple((regex.compile(rx), n) for rx, n in _CONTEXT)
+_CONTEXT_RX = tuple((lazyregex.compile(rx), n) for rx, n in _CONTEXT)
 
 
 def _model(ctx: ContainerContext) -> str:

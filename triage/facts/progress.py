@@ -30,7 +30,7 @@ from datetime import datetime
 
 import regex
 
-from triage import linetime
+from triage import lazyregex, linetime
 from triage.facts import LOG_QUERIES, ContainerContext, Measured, Unmeasurable, fact
 from triage.logs import Hit, LogIndex, LogLine, Query
 from triage.snapshot import CURRENT
@@ -39,64 +39,64 @@ DOWNLOAD_SILENT = "download (no progress printed)"
 # Start-up milestones, in the order a start reaches them; the last one seen is where
 # the start is. Each is answered by the scan's one pass (its last match kept).
 _MILESTONES: tuple[tuple[str, regex.Pattern[str]], ...] = (
-    ("CUDA init (engine starting)", regex.compile(
+    ("CUDA init (engine starting)", lazyregex.compile(
         r"Automatically detected platform cuda|Initializing (?:a V1 LLM engine|an LLM engine) "
         r"\(v|Waiting for init message from front-end|vLLM API server version")),
-    ("NCCL / distributed init", regex.compile(
+    ("NCCL / distributed init", lazyregex.compile(
         r"\bNCCL INFO\b|vLLM is using nccl==|Found nccl from library|world size \d+ is "
         r"assigned as|init_distributed_environment|Connected all (?:rings|trees)|"
         r"custom_all_reduce|shm_broadcast\.py")),
     # The hub's own progress bars: per file (huggingface_hub 0.x), or one bar for the
     # whole snapshot (>= 1.2 "Downloading (incomplete total...)", later "Reconstructing
     # (incomplete total...)" beside "Downloading bytes").
-    ("download", regex.compile(
+    ("download", lazyregex.compile(
         r"(?i)Fetching \d+ files|Downloading (?:shards|model|\S+\.safetensors)|"
         r"\.safetensors:\s+\d+%|download(?:ing)? weights|"
         r"(?:Downloading|Reconstructing) \(incomplete total\.\.\.\)|Downloading bytes:")),
     # weight_utils.download_weights_from_hf logs the format, then downloads with its
     # progress bars disabled (DisabledTqdm) and says nothing until "Time spent
     # downloading weights for ...".
-    (DOWNLOAD_SILENT, regex.compile(r"Using model weights format")),
-    ("weights load", regex.compile(
+    (DOWNLOAD_SILENT, lazyregex.compile(r"Using model weights format")),
+    ("weights load", lazyregex.compile(
         r"Starting to load model|Loading model from scratch|Time spent downloading weights|"
         r"Loading (?:safetensors|pt|np_cache) checkpoint shards|Loading safetensors using "
         r"Runai|Loading weights took|Model loading took|Loading model weights took")),
-    ("torch.compile", regex.compile(
+    ("torch.compile", lazyregex.compile(
         r"torch\.compile|Dynamo bytecode transform|Compiling a graph for")),
-    ("KV cache sizing", regex.compile(
+    ("KV cache sizing", lazyregex.compile(
         r"Memory profiling|Available KV cache memory|KV cache size: [\d,]+ tokens|"
         r"# (?:GPU|cuda|xpu|hpu) blocks:|Maximum concurrency for")),
-    ("CUDA graph capture", regex.compile(
+    ("CUDA graph capture", lazyregex.compile(
         r"Capturing CUDA graph|Capturing cudagraphs|Graph capturing finished")),
     # Serving: the server's start lines, and what only a serving server prints (the
     # periodic stats line, an HTTP access line: the port opens when the engine is
     # ready), for a log read whose start scrolled out of the tail.
-    ("ready", regex.compile(
+    ("ready", lazyregex.compile(
         r"Starting vLLM (?:API )?server|Application startup complete|Uvicorn running on|"
         r"Available routes are:|Avg prompt throughput: [\d.]+ tokens/s|"
         r"\"(?:GET|POST|PUT|DELETE|HEAD|OPTIONS) /\S* HTTP/[\d.]+\" \d{3}\b")),
 )
 _MILESTONE_QUERIES = tuple((name, LOG_QUERIES.add(Query(rx, None)))
                            for name, rx in _MILESTONES)
-_SHARDS = regex.compile(r"checkpoint shards:\s+(\d+)% Completed \| (\d+)/(\d+)")
-_DOWNLOAD = regex.compile(r"(\S+\.safetensors):\s+(\d+)%")
-_DOWNLOAD_ALL = regex.compile(
+_SHARDS = lazyregex.compile(r"checkpoint shards:\s+(\d+)% Completed \| (\d+)/(\d+)")
+_DOWNLOAD = lazyregex.compile(r"(\S+\.safetensors):\s+(\d+)%")
+_DOWNLOAD_ALL = lazyregex.compile(
     r"(?:Downloading|Reconstructing) \(incomplete total\.\.\.\):\s+(\d+)%")
 # V1's model runner (V0's too) says it starts loading. Up to 0.11 weight_utils then logs
 # "Using model weights format" at INFO before it downloads; later versions log it at
 # DEBUG, so after "Starting to load model" of a hub model the download prints nothing
 # (vLLM 0.13: "Starting to load model Qwen/Qwen3-30B-A3B-FP8...", 14 minutes of nothing,
 # "Time spent downloading weights for ...: 826.33 seconds").
-_LOAD_START = regex.compile(r"Starting to load model|Loading model from scratch")
+_LOAD_START = lazyregex.compile(r"Starting to load model|Loading model from scratch")
 _FORMAT_AT_DEBUG_FROM = (0, 12)
-VERSION = LOG_QUERIES.add(Query(regex.compile(
+VERSION = LOG_QUERIES.add(Query(lazyregex.compile(
     r"vLLM API server version (\d+)\.(\d+)|Initializing (?:a V1 LLM engine|an LLM engine) "
     r"\(v(\d+)\.(\d+)"), None))
 
 # Hang signals while serving, and what shows progress.
-_SHM_WAIT = regex.compile(
+_SHM_WAIT = lazyregex.compile(
     r"No available shared memory broadcast block found in (\d+) seconds?")
-_STATS = regex.compile(
+_STATS = lazyregex.compile(
     r"Avg generation throughput: ([\d.]+) tokens/s, Running: (\d+) reqs")
 # uvicorn's access line ("POST /v1/chat/completions HTTP/1.1" 200 OK) is not progress: it
 # is written when the response starts, so a streaming request to a hung engine logs 200,

@@ -6,15 +6,13 @@ import heapq
 import itertools
 from typing import Any
 
-import regex
-
-from triage import engine_config, workload
+from triage import engine_config, lazyregex, workload
 from triage.facts import ContainerContext, Measured, Unmeasurable, fact
 from triage.facts.engine import where
 from triage.results import Location
 from triage.snapshot import CURRENT, PREVIOUS, Obj, meta
 
-_QUEUE_METRIC = regex.compile(r"num_requests_(running|waiting)")
+_QUEUE_METRIC = lazyregex.compile(r"num_requests_(running|waiting)")
 _KNATIVE = "autoscaling.knative.dev/"
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import regex
 
-from triage import workload
+from triage import lazyregex, workload
 from triage.facts import (
     LOG_QUERIES,
     ContainerContext,
@@ -60,7 +60,7 @@ def _logs_read(ctx: ContainerContext) -> None:
 
 # V1 check_enough_kv_cache_memory: "the estimated maximum model length is 94176";
 # V0 raise_if_cache_size_invalid: "... that can be stored in KV cache (62320)".
-_ESTIMATE = LOG_QUERIES.add(Query(regex.compile(
+_ESTIMATE = LOG_QUERIES.add(Query(lazyregex.compile(
     r"estimated maximum model length is ([\d,]+)|maximum number of tokens that can be "
     r"stored in KV cache \(([\d,]+)\)")))
 
@@ -80,7 +80,7 @@ def estimated_max_model_len(ctx: ContainerContext) -> Measured:
     return Measured(number, f"{number:,} tokens fit ({where})")
 
 
-_AVAILABLE_KV = LOG_QUERIES.add(Query(regex.compile(
+_AVAILABLE_KV = LOG_QUERIES.add(Query(lazyregex.compile(
     r"\(([\d.]+) GiB KV cache is needed, which is larger than the available KV cache "
     r"memory \(([\d.]+) GiB\)")))
 
@@ -132,7 +132,7 @@ def weights_gib(ctx: ContainerContext) -> Measured:
 
 # --- GPU memory at the OOM ------------------------------------------------------------
 
-_TORCH_OOM = LOG_QUERIES.add(Query(regex.compile(
+_TORCH_OOM = LOG_QUERIES.add(Query(lazyregex.compile(
     r"CUDA out of memory\. Tried to allocate ([\d.]+) (GiB|MiB|KiB|B)\. GPU \d+ has a total "
     r"capacity of ([\d.]+) (GiB|MiB) of which ([\d.]+) (GiB|MiB|KiB|B) is free")))
 _UNIT = {"GiB": 1.0, "MiB": 1 / 1024, "KiB": 1 / 1024**2, "B": 1 / 1024**3}
@@ -180,9 +180,9 @@ _PHASES: tuple[tuple[str, str], ...] = (
     ("weights_loading", r"in (?:load_weights|load_model|weight_loader|_load_weights)\b"),
     ("runtime", r"in (?:execute_model|step|_process_engine_step)\b"),
 )
-_PHASE_QUERIES = tuple((name, LOG_QUERIES.add(Query(regex.compile(rx)), keep_last=4))
+_PHASE_QUERIES = tuple((name, LOG_QUERIES.add(Query(lazyregex.compile(rx)), keep_last=4))
                        for name, rx in _PHASES)
-_OOM_ANY = LOG_QUERIES.add(Query(regex.compile(r"CUDA out of memory|OutOfMemoryError")))
+_OOM_ANY = LOG_QUERIES.add(Query(lazyregex.compile(r"CUDA out of memory|OutOfMemoryError")))
 
 
 @fact("cuda_oom_phase", unit="text", scope="container",
@@ -263,7 +263,7 @@ def shm_volume_name(ctx: ContainerContext) -> Measured:
 
 # tqdm's line while vLLM reads shards: "Loading safetensors checkpoint shards:  63% Completed
 # | 19/30 [01:25<00:49,  4.49s/it]".
-_SHARDS = LOG_QUERIES.add(Query(regex.compile(
+_SHARDS = LOG_QUERIES.add(Query(lazyregex.compile(
     r"Loading (?:safetensors|pt|np_cache) checkpoint shards:\s+\d+% Completed \| "
     r"(\d+)/(\d+) \[(?:(\d+):)?(\d+):(\d+)<")), keep_last=1)
 @fact("load_estimate_seconds", unit="seconds", scope="container",
@@ -377,7 +377,7 @@ def model_cache_claim_bytes(ctx: ContainerContext) -> Measured:
 
 # huggingface_hub's tqdm per file: "model-00012-of-00017.safetensors:  43%|...| 2.13G/4.95G";
 # and vLLM's own "Loading safetensors checkpoint shards: ... | 12/17".
-_SHARD_FILE = LOG_QUERIES.add(Query(regex.compile(
+_SHARD_FILE = LOG_QUERIES.add(Query(lazyregex.compile(
     r"(?:model|pytorch_model)-(\d{5})-of-(\d{5})\.(?:safetensors|bin):\s+\d+%\|[^|]*\|\s*"
     r"[\d.]+[kMGT]?B?/([\d.]+)([kMGT]?)B?\b")), keep_last=64)
 _SI = {"": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
@@ -412,7 +412,7 @@ def model_size_bytes(ctx: ContainerContext) -> Measured:
 
 # --- scheduling ---------------------------------------------------------------------------
 
-_TAINT = regex.compile(r"untolerated taint(?:s)?(?:\(s\))? \{([^{}:]+): ?([^{}]*)\}")
+_TAINT = lazyregex.compile(r"untolerated taint(?:s)?(?:\(s\))? \{([^{}:]+): ?([^{}]*)\}")
 
 
 def _taint(ctx: ContainerContext) -> tuple[str, str, str] | None:

@@ -23,9 +23,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-import regex
-
-from triage import linetime, workload
+from triage import lazyregex, linetime, workload
 from triage.facts import LOG_QUERIES, ContainerContext
 from triage.logs import LogLine, Query
 from triage.results import GpuBudget, TimelineEvent, WindowSeries
@@ -34,17 +32,17 @@ from triage.startup import StartupReport
 
 parse_time = parse_rfc3339  # an RFC 3339 time of the API (UTC when it names no zone)
 
-_TOTAL_CAPACITY = regex.compile(r"has a total capacity of ([\d.]+) GiB|\(GPU \d+; ([\d.]+) GiB "
+_TOTAL_CAPACITY = lazyregex.compile(r"has a total capacity of ([\d.]+) GiB|\(GPU \d+; ([\d.]+) GiB "
                                 r"total capacity|total_gpu_memory \(([\d.]+) ?GiB\)")
-_GRAPHS = regex.compile(r"Graph capturing finished in \d+ secs?, took ([\d.]+) GiB")
+_GRAPHS = lazyregex.compile(r"Graph capturing finished in \d+ secs?, took ([\d.]+) GiB")
 _MAX_EVENTS = 60
-_EXCEPTION = regex.compile(r"^\s*[A-Za-z_][\w.]*(?:Error|Exception)\b:")
-_WRAPPER = regex.compile(r"Engine core initialization failed|EngineCore failed to start|"
+_EXCEPTION = lazyregex.compile(r"^\s*[A-Za-z_][\w.]*(?:Error|Exception)\b:")
+_WRAPPER = lazyregex.compile(r"Engine core initialization failed|EngineCore failed to start|"
                          r"Engine process failed to start")
 # What the timeline reads from every log, answered by the scan's one pass.
 EXCEPTIONS = LOG_QUERIES.add(Query(_EXCEPTION), keep_last=64)
 EXCEPTIONS_KEPT = 64
-ERROR_LINES = LOG_QUERIES.add(Query(regex.compile("."), frozenset({"ERROR", "CRITICAL"})))
+ERROR_LINES = LOG_QUERIES.add(Query(lazyregex.compile("."), frozenset({"ERROR", "CRITICAL"})))
 CAPACITY = LOG_QUERIES.add(Query(_TOTAL_CAPACITY))
 
 
@@ -60,7 +58,7 @@ def line_time(line: LogLine, anchor: datetime | None) -> datetime | None:
     return found[0] if found else None
 
 
-_BAR = regex.compile(r"\|[\u2580-\u259f ]+\|")  # a tqdm progress bar
+_BAR = lazyregex.compile(r"\|[\u2580-\u259f ]+\|")  # a tqdm progress bar
 
 
 def _short(text: str, limit: int = 140) -> str:

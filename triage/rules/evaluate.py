@@ -19,9 +19,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-import regex
-
-from triage import workload
+from triage import lazyregex, workload
 from triage.facts import REGISTRY, ContainerContext, Fact
 from triage.linetime import without_kubelet_time
 from triage.logs import LogLine, Query, QuerySet, parse_line
@@ -449,7 +447,7 @@ def _number(value: Any) -> float | None:
 # torch's "... thread terminated with exception: CUDA error: ..." (the hints after
 # it, "Compile with `TORCH_USE_CUDA_DSA`", are not) and "Exception in worker ...
 # while processing method ...: CAUSE" count as exception lines too.
-_ERROR_SHAPE = regex.compile(
+_ERROR_SHAPE = lazyregex.compile(
     r"(?:^|[\])│|][ \t]*|:\d+: )(?:(?P<trace>Traceback \(most recent)"
     r"|(?P<warn>[A-Za-z_][\w.]*Warning\b:)"
     r"|(?P<exc>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b:?|Fatal Python error"
@@ -656,7 +654,7 @@ def explain(by_id: dict[str, Pattern], diag: PodDiagnosis, raised: dict[str, Sev
     diag.findings = kept
 
 
-_MARKED = regex.compile(r" line \d+> ")
+_MARKED = lazyregex.compile(r" line \d+> ")
 
 
 def _marked(evidence: tuple[str, ...]) -> str:

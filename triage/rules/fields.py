@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import regex
+from triage import lazyregex
 
 ANY: dict[str, Any] = {}  # a map with free keys: anything below is accepted
 
@@ -63,7 +63,7 @@ SCHEMA: dict[str, dict[str, Any]] = {
     },
 }
 
-_SEGMENT = regex.compile(
+_SEGMENT = lazyregex.compile(
     r'''\G(?:(?P<plain>[A-Za-z_][\w-]*)|\[(?P<q>["'])(?P<key>[^"']+)(?P=q)\])''')
 
 

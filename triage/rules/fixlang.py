@@ -25,6 +25,8 @@ from typing import Any
 
 import regex
 
+from triage import lazyregex
+
 KIB, MIB, GIB, TIB = 1024, 1024**2, 1024**3, 1024**4
 CONSTANTS: dict[str, Any] = {"KiB": KIB, "MiB": MIB, "GiB": GIB, "TiB": TIB,
                              "true": True, "false": False, "none": None}
@@ -191,8 +193,8 @@ def _eval(node: ast.expr, scope: Mapping[str, Any]) -> Any:
 
 # --- templates ---------------------------------------------------------------
 
-FIELD = regex.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?::([^{}\s]*))?\}")
-_NUMBER_SPEC = regex.compile(r"^,?(?:\.\d)?[fdg%]?$")
+FIELD = lazyregex.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?::([^{}\s]*))?\}")
+_NUMBER_SPEC = lazyregex.compile(r"^,?(?:\.\d)?[fdg%]?$")
 
 
 def quantity(value: float) -> str:

@@ -24,6 +24,7 @@ from typing import Any
 import regex
 import yaml
 
+from triage import lazyregex
 from triage.facts import REGISTRY as FACTS
 from triage.lazyregex import LazyRegex
 from triage.metrics import METRICS
@@ -80,8 +81,8 @@ class PatternError(ValueError):
         self.problem = problem
 
 
-_ID = regex.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-_VALUE_NAME = regex.compile(r"^[a-z][a-z0-9_]*$")
+_ID = lazyregex.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+_VALUE_NAME = lazyregex.compile(r"^[a-z][a-z0-9_]*$")
 # Names every fix may use besides facts, metrics and its own values: where it is.
 FIX_CONTEXT = ("namespace", "pod", "container", "node", "workload", "workload_kind",
                "workload_name")
