@@ -212,8 +212,11 @@ def _cross_pod_causes(snapshot: Snapshot, pods: tuple[PodResult, ...]
 
 def _workload_patches(snapshot: Snapshot, diags: list[PodDiagnosis], cards: tuple[Card, ...]
                       ) -> tuple[WorkloadPatch, ...]:
-    """Every card's patch of one object combined into one, applied to the object as read."""
-    combined: dict[tuple[str, str, str], tuple[patches.Edits, str, list[str]]] = {}
+    """Every card's patch of one object combined into one, applied to the object as read.
+
+    Each container gets its own fixes' edits (merged so that neither fix undoes the
+    other: ``patches.Edits.merged``), whatever the order of the cards."""
+    combined: dict[tuple[str, str, str], tuple[dict[str, patches.Edits], list[str]]] = {}
     for card in cards:
         fix = card.fix
         if fix is None or fix.patch is None or not isinstance(fix.edits, dict):
@@ -222,19 +225,18 @@ def _workload_patches(snapshot: Snapshot, diags: list[PodDiagnosis], cards: tupl
         edits = patches.Edits(args=fix.edits["args"], container=fix.edits["container"],
                               pod=fix.edits["pod"], spec=fix.edits["spec"])
         container = _container_of(diags, card)
-        if key in combined:
-            before, name, ids = combined[key]
-            combined[key] = (before.merged(edits), name, [*ids, card.finding])
-        else:
-            combined[key] = (edits, container, [card.finding])
+        per_container, ids = combined.setdefault(key, ({}, []))
+        before = per_container.get(container)
+        per_container[container] = edits if before is None else before.merged(edits)
+        ids.append(card.finding)
     out: list[WorkloadPatch] = []
-    for (kind, namespace, name), (edits, container, ids) in combined.items():
+    for (kind, namespace, name), (per_container, ids) in combined.items():
         obj = snapshot.find(_PLURAL.get(kind, kind.lower() + "s"), namespace, name)
         if obj is None:
             continue
         typed = {"apiVersion": obj.get("apiVersion") or patches.API_VERSION.get(kind, "v1"),
                  "kind": kind, **obj}
-        doc = patches.build(patches.Target(kind, typed, container), edits)
+        doc = patches.build_all(patches.Target(kind, typed, ""), list(per_container.items()))
         if doc is None:
             continue
         out.append(WorkloadPatch(f"{kind}/{name}", Patch(
