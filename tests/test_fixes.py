@@ -58,6 +58,12 @@ HAND_WORKED: list[tuple[str, str, str, str, Any]] = [
     ("kv-cache-too-small-v1", "vllm-qwen-1m", "kv-cache-insufficient", "max_model_len", 94176),
     ("kv-cache-too-small-v1", "vllm-qwen-1m", "kv-cache-insufficient", "max_model_len_asked",
      1010000),
+    # line 18: "(53.94 GiB KV cache is needed, which is larger than the available KV cache
+    # memory (5.03 GiB)": 48.91 GiB more; 0.92 - 0.90 (non-default args) = 0.02 of the card,
+    # so a 48.91 / 0.02 = 2445.5 -> 2446 GiB GPU: no utilisation in range holds it.
+    ("kv-cache-too-small-v1", "vllm-qwen-1m", "kv-cache-insufficient", "more_gib", 48.91),
+    ("kv-cache-too-small-v1", "vllm-qwen-1m", "kv-cache-insufficient", "card_needed_gib",
+     2446),
     # kv-cache-too-small-v0, line 23: "The model's max seq len (131072) is larger than the
     # maximum number of tokens that can be stored in KV cache (28752)".
     ("kv-cache-too-small-v0", "vllm-llama8b", "kv-cache-insufficient", "max_model_len", 28752),
@@ -641,3 +647,14 @@ def test_fixes_for_two_containers_of_one_workload_each_land_in_their_own() -> No
         {"name": "vllm", "args": ["--model", "m", "--max-model-len=8192"]},
         {"name": "sidecar", "resources": {"limits": {"memory": "16Gi"},
                                           "requests": {"memory": "16Gi"}}}]
+
+
+def test_kv_cache_fix_claims_no_utilisation_holds_only_from_the_figures() -> None:
+    """v1 (line 18: 53.94 GiB needed, 5.03 available, at 0.90) shows it: 2,446 GiB GPU.
+    v0's log gives the token count (28752, line 23) but no GiB figures: the fix says the
+    alternative is unknown rather than claiming either way."""
+    v1 = fix_of("kv-cache-too-small-v1", "vllm-qwen-1m", "kv-cache-insufficient").text
+    assert "only on a 2,446 GiB GPU" in v1
+    v0 = fix_of("kv-cache-too-small-v0", "vllm-llama8b", "kv-cache-insufficient").text
+    assert "No utilisation" not in v0 and "is not known" in v0
+    assert "--max-model-len=28752" in v0
