@@ -658,3 +658,53 @@ def test_kv_cache_fix_claims_no_utilisation_holds_only_from_the_figures() -> Non
     v0 = fix_of("kv-cache-too-small-v0", "vllm-llama8b", "kv-cache-insufficient").text
     assert "No utilisation" not in v0 and "is not known" in v0
     assert "--max-model-len=28752" in v0
+
+
+def _cuda_oom_at(tmp_path: Path, utilisation: str) -> Path:
+    """The cuda-oom fixture (capture_model, log line 43) with another utilisation in the
+    pod, its template and the log's non-default args (line 2)."""
+    root = copy_fixture(tmp_path / utilisation, "cuda-oom")
+    for path in [*(root / "objects").glob("*.yaml"), *(root / "logs").rglob("*.log")]:
+        text = path.read_text()
+        path.write_text(text.replace('"0.98"', f'"{utilisation}"').replace(
+            "'gpu_memory_utilization': 0.98", f"'gpu_memory_utilization': {utilisation}"))
+    return root
+
+
+@pytest.mark.parametrize(("utilisation", "expected"), [
+    ("0.88", 0.85),  # 0.88 - 0.05 = 0.83, under the floor: 0.85
+    ("0.87", 0.85),
+    ("0.92", 0.9),
+])
+def test_cuda_oom_never_proposes_a_utilisation_under_the_floor(
+        tmp_path: Path, utilisation: str, expected: float) -> None:
+    fix = fix_of(_cuda_oom_at(tmp_path, utilisation), "vllm-qwen", "cuda-oom")
+    value = fix.value_map()["gpu_memory_utilization"]
+    assert value == expected and repr(value) == repr(expected)
+    # freed: (was - new) x 22.03 GiB (line 47 "total capacity of 22.03 GiB"), 2 decimals
+    freed = fix.value_map()["freed_gib"]
+    assert freed == round((float(utilisation) - expected) * 22.03, 2)
+    assert len(repr(freed).partition(".")[2]) <= 2
+
+
+def test_cuda_oom_in_capture_at_the_floor_gives_eager_mode(tmp_path: Path) -> None:
+    """At 0.85 already, lowering it is not the fix: --enforce-eager, with the 0.16 GiB the
+    capture asked for (line 47 "Tried to allocate 160.00 MiB")."""
+    fix = fix_of(_cuda_oom_at(tmp_path, "0.85"), "vllm-qwen", "cuda-oom")
+    assert "gpu_memory_utilization" not in fix.value_map()
+    assert fix.value_map()["tried_gib"] == pytest.approx(0.16, abs=0.005)
+    assert "--enforce-eager" in fix.text and "0.85" in fix.text
+    assert fix.edits is not None and fix.edits["args"] == {"--enforce-eager": True}
+
+
+def test_no_proposed_number_has_a_float_artefact() -> None:
+    for name in fixture_names():
+        for pod in report_of(str(FIXTURES / name)).pods:
+            for f in pod.findings:
+                for key, value in (f.fix.value_map() if f.fix else {}).items():
+                    if isinstance(value, float):
+                        assert len(repr(value).partition(".")[2]) <= 4 or key in (
+                            "prompt_p99",), (name, f.id, key, value)
+                if f.id in ("cuda-oom", "gpu-memory-utilization") and f.fix:
+                    v = f.fix.value_map().get("gpu_memory_utilization")
+                    assert v is None or 0.85 <= v <= 0.92, (name, v)
