@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -210,8 +211,29 @@ def test_no_placeholder_in_any_command_or_text() -> None:
     for name in fixture_names():
         doc = report_of(str(FIXTURES / name)).to_document()
         text = json.dumps([doc["cards"], [f for p in doc["pods"] for f in p["findings"]]])
-        for placeholder in ("NAMESPACE", " POD ", " POD`", "CONTAINER", " NODE", "CLAIM"):
+        for placeholder in ("NAMESPACE", " POD ", " POD`", "CONTAINER", " NODE", "CLAIM",
+                            "(no namespace)", "(no pod)", "(no container)", "(no node)"):
             assert placeholder not in text, (name, placeholder)
+        told = json.dumps([[c.get("fix"), c.get("commands")] for c in doc["cards"]]
+                          + [[f.get("fix"), f.get("remediation")] for p in doc["pods"]
+                             for f in p["findings"]])
+        assert not re.search(r"<[a-z][a-z _-]*>", told), (name, re.findall(r"<[^>]{0,30}>",
+                                                                          told))
+
+
+def test_no_remediation_or_fix_keeps_a_canned_example_number() -> None:
+    """What to do never says "for example --max-model-len=16384", "e.g. failureThreshold:
+    60" or "32Gi for an 8B model": the number comes from the pod's facts, or the text says
+    which fact is unknown. Examples of names or paths (e.g. AWQ/GPTQ, e.g. at /cache) stay."""
+    from triage.rules.loader import load_patterns
+    for pattern in load_patterns().patterns:
+        texts = [pattern.remediation, *(case.text for case in pattern.fix)]
+        for text in texts:
+            for m in re.finditer(r"(?:e\.g\.|for example)([^.;)]*)", text):
+                # a setting's value: a flag's, a field's, a size, a duration, a range
+                assert not re.search(r"--[a-z-]+[= ]\d|\w: \d|\d+(?:Gi|Mi|GB|G)\b|\d+ ?"
+                                     r"(?:s|seconds|minutes)\b|\d+-\d+", m.group(1)), \
+                    (pattern.id, m.group(0))
 
 
 def test_one_value_per_flag_across_the_report() -> None:
