@@ -129,6 +129,53 @@ HAND_WORKED: list[tuple[str, str, str, str, Any]] = [
     ("no-gpu-missing-request", "vllm-qwen8b-batch", "no-gpu", "gpus", 1),
     # gpu-arch-unsupported: node label nvidia.com/gpu.compute.major 7 / minor 5 (Tesla T4).
     ("gpu-arch-unsupported", "vllm-qwen25", "gpu-arch-unsupported", "capability", 7.5),
+    # autoscaling-on-cpu, vllm.log line 29 "Maximum concurrency for 16,384 tokens per
+    # request: 2.16x": floor(2.16 x 0.8) = 1 running request per pod as the HPA's target;
+    # metrics line 17 "vllm:num_requests_waiting ... 14.0", deployments.yaml line 18
+    # replicas 1: ceil(1 x (1 + 14 / 2.16)) = ceil(7.48) = 8 replicas, above the HPA's
+    # maxReplicas 4 (horizontalpodautoscalers.yaml line 18): maxReplicas 8.
+    ("autoscaling-on-cpu", "vllm-qwen", "autoscaling-on-cpu", "target", 1),
+    ("autoscaling-on-cpu", "vllm-qwen", "request-queueing", "replicas_needed", 8),
+    ("autoscaling-on-cpu", "vllm-qwen", "request-queueing", "max_replicas_was", 4),
+    ("autoscaling-on-cpu", "vllm-qwen", "request-queueing", "max_replicas", 8),
+    # request-queueing, metrics line 17 "... 37.0" waiting, 2.16x (log line 29), 1 replica,
+    # no HPA: ceil(1 x (1 + 37 / 2.16)) = ceil(18.13) = 19.
+    ("request-queueing", "vllm-qwen", "request-queueing", "replicas_needed", 19),
+    # gmu-too-high, pods.yaml line 33: --gpu-memory-utilization '0.97' -> 0.90.
+    ("gmu-too-high", "vllm-mistral", "gpu-memory-utilization", "gpu_memory_utilization", 0.9),
+    # secrets-planted, deployments.yaml line 22 "--gpu-memory-utilization", "0.90" and
+    # "total capacity of 22.03 GiB" in the OOM: 0.90 - 0.05 = 0.85 (the floor), freed
+    # (0.90 - 0.85) x 22.03 = 1.10 GiB.
+    ("secrets-planted", "vllm-llama", "cuda-oom", "gpu_memory_utilization", 0.85),
+    ("secrets-planted", "vllm-llama", "cuda-oom", "freed_gib", 1.1),
+    # busy-namespace, vllm-qwen pods.yaml lines 34-35 --tensor-parallel-size '2': 2 GPUs.
+    ("busy-namespace", "vllm-qwen", "gpu-unschedulable", "gpus", 2),
+    # gpu-pending-insufficient, nodes.yaml lines 22-24: taint nvidia.com/gpu NoSchedule.
+    ("gpu-pending-insufficient", "vllm-mistral", "gpu-unschedulable", "taint_key",
+     "nvidia.com/gpu"),
+    ("gpu-pending-insufficient", "vllm-mistral", "gpu-unschedulable", "taint_effect",
+     "NoSchedule"),
+    # gpu-hardware-error, pods.yaml line 94: nodeName gke-inference-a3-pool-0c4d1e2f-r7vd.
+    ("gpu-hardware-error", "vllm-llama70b-2c1b0a9f8e-d4f6g", "gpu-hardware-error",
+     "bad_node", "gke-inference-a3-pool-0c4d1e2f-r7vd"),
+    # volume-mount-failed, events.yaml line 44 "Volume is already used by pod(s)
+    # vllm-qwen-4a3b2c1d0e-h2j6k".
+    ("volume-mount-failed", "vllm-qwen-6c5d4e3f2a", "volume-mount-failed", "holders",
+     ["vllm-qwen-4a3b2c1d0e-h2j6k"]),
+    # vllm-port-env-clash, services.yaml line 15 clusterIP 10.96.41.17, port 8000.
+    ("vllm-port-env-clash", "vllm", "vllm-port-env-clash", "service_env",
+     "tcp://10.96.41.17:8000"),
+    # known-failure-variants, vllm-llama-tp2 pods.yaml lines 352-353 --tensor-parallel-size
+    # '2': 2 x 2 GiB = 4Gi /dev/shm; limits.memory 64Gi (line 369) + 4 GiB = 68Gi.
+    ("known-failure-variants", "vllm-llama-tp2", "shm-too-small", "shm_size_bytes", 4 * GIB),
+    ("known-failure-variants", "vllm-llama-tp2", "shm-too-small", "memory_limit_bytes",
+     68 * GIB),
+    # startup-stalled-nccl: --tensor-parallel-size 2 (pods.yaml line 32): 4Gi /dev/shm;
+    # limits.memory 48Gi (line 51) + 4 GiB = 52Gi.
+    ("startup-stalled-nccl", "vllm-llama70b", "shm-too-small", "memory_limit_bytes",
+     52 * GIB),
+    # kserve-target-too-high, metrics: vllm:num_requests_waiting 11.
+    ("kserve-target-too-high", "qwen-chat", "request-queueing", "waiting", 11),
 ]
 
 
@@ -292,11 +339,11 @@ PATCHED_FIXTURES = ["cuda-oom", "kv-cache-too-small-v1", "kv-cache-too-small-v0"
                     "no-gpu-missing-request", "volume-mount-failed", "kserve-scale-to-zero",
                     "kserve-target-too-high", "max-model-len-unset", "batched-tokens-unbounded",
                     "secrets-planted", "known-failure-variants", "startup-stalled-nccl",
-                    "vllm-pods-by-flags-labels-logs"]
+                    "vllm-pods-by-flags-labels-logs", "autoscaling-on-cpu", "request-queueing"]
 # Findings the pod's spec decides: replayed with the patched object, they must be gone.
 SPEC_DECIDED = {"gpu-memory-utilization", "probe-timing", "image-tag-latest",
                 "max-model-len-unset", "vllm-port-env-clash", "scale-to-zero",
-                "autoscale-target-too-high"}
+                "autoscale-target-too-high", "autoscaling-on-cpu"}
 # What the recorded log still shows once the finding that claimed it is patched away:
 # known-failure-variants, vllm-llama-tp2 vllm.previous.log line 13 "RuntimeError: NCCL
 # error: unhandled system error" is what shm-too-small explained (a 64 MiB /dev/shm); with
