@@ -777,3 +777,56 @@ def test_no_proposed_number_has_a_float_artefact() -> None:
                 if f.id in ("cuda-oom", "gpu-memory-utilization") and f.fix:
                     v = f.fix.value_map().get("gpu_memory_utilization")
                     assert v is None or 0.85 <= v <= 0.92, (name, v)
+
+
+def _lws_fixture(tmp_path: Path) -> Path:
+    """nccl-failure's vllm-ds-0 (the leader, worker-index 0, of StatefulSet vllm-ds owned by
+    LeaderWorkerSet vllm-ds) with --gpu-memory-utilization 0.98 in its script, and the LWS
+    itself: a leaderTemplate and a workerTemplate."""
+    root = copy_fixture(tmp_path / "lws", "nccl-failure")
+    pods = load_list(root, "pods")
+    script = ""
+    for pod in pods["items"]:
+        if pod["metadata"]["name"] == "vllm-ds-0":
+            c = pod["spec"]["containers"][0]
+            c["args"][0] = c["args"][0].replace("--port 8000",
+                                                "--port 8000 --gpu-memory-utilization 0.98")
+            script = c["args"][0]
+    save_list(root, "pods", pods)
+
+    def template(args: list[str]) -> dict[str, Any]:
+        return {"spec": {"containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.10.1",
+                                         "command": ["/bin/sh", "-c"], "args": args}]}}
+    save_list(root, "leaderworkersets", {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSetList",
+        "metadata": {"resourceVersion": "1"},
+        "items": [{"metadata": {"name": "vllm-ds", "namespace": "llm",
+                                "uid": "abea5dc0-8747-5669-873a-4cc36639832d"},
+                   "spec": {"replicas": 1, "leaderWorkerTemplate": {
+                       "size": 2, "leaderTemplate": template([script]),
+                       "workerTemplate": template(["ray start --block --address=$(LWS_LEADER_"
+                                                   "ADDRESS):6379"])}}}]})
+    return root
+
+
+def test_a_leaderworkerset_pod_is_patched_through_its_lws(tmp_path: Path) -> None:
+    """The StatefulSet vllm-ds is the LWS controller's (it would undo a patch): the fix is
+    a merge patch of the LWS's leaderTemplate, the leader's --gpu-memory-utilization 0.98
+    -> 0.90 inside its sh -c script; the workerTemplate is left alone."""
+    root = _lws_fixture(tmp_path)
+    fix = fix_of(root, "vllm-ds-0", "gpu-memory-utilization")
+    assert fix.value_map()["gpu_memory_utilization"] == 0.9
+    p = fix.patch
+    assert p is not None and (p.kind, p.name, p.type, p.api_version) == (
+        "LeaderWorkerSet", "vllm-ds", "merge", "leaderworkerset.x-k8s.io/v1")
+    lwt = p.body["spec"]["leaderWorkerTemplate"]
+    assert set(lwt) == {"leaderTemplate"}
+    item = load_list(root, "leaderworkersets")["items"][0]
+    obj = {"apiVersion": p.api_version, "kind": p.kind, **item}
+    patched = _kubectl_patch(obj, p.body, p.kind, p.type, tmp_path)
+    lead = patched["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
+    assert "--gpu-memory-utilization=0.9 " in lead["args"][0] and "0.98" not in lead["args"][0]
+    assert patched["spec"]["leaderWorkerTemplate"]["workerTemplate"] == \
+        item["spec"]["leaderWorkerTemplate"]["workerTemplate"]
+    (wp,) = [w for w in report_of(str(root)).patches if w.patch.kind == "LeaderWorkerSet"]
+    assert wp.patch.body == p.body

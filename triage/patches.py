@@ -58,6 +58,9 @@ class Edits:
     container: dict[str, Any] = field(default_factory=dict)
     pod: dict[str, Any] = field(default_factory=dict)
     spec: dict[str, Any] = field(default_factory=dict)
+    # Where the pod template is, when the kind has more than one (a LeaderWorkerSet's
+    # leaderTemplate or workerTemplate); None: the kind's own.
+    template: tuple[str, ...] | None = None
 
     def merged(self, other: Edits) -> Edits:
         """Both fixes' edits, in either order the same: lists added to (``key+``) get both
@@ -65,7 +68,8 @@ class Edits:
         the process by one fix and for a bigger /dev/shm by another) the larger holds both."""
         return Edits({**self.args, **other.args},
                      _merge_fields(self.container, other.container),
-                     _merge_fields(self.pod, other.pod), _merge_fields(self.spec, other.spec))
+                     _merge_fields(self.pod, other.pod), _merge_fields(self.spec, other.spec),
+                     self.template)
 
     @property
     def empty(self) -> bool:
@@ -214,7 +218,7 @@ def apply(target: Target, edits: Edits) -> Obj | None:
         _set(new, _split(path), value)
     if not (edits.args or edits.container or edits.pod):
         return new
-    where = _TEMPLATE.get(target.kind)
+    where = edits.template or _TEMPLATE.get(target.kind)
     if where is None:
         return None
     pod = _descend(new, where)
