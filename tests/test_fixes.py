@@ -830,3 +830,19 @@ def test_a_leaderworkerset_pod_is_patched_through_its_lws(tmp_path: Path) -> Non
         item["spec"]["leaderWorkerTemplate"]["workerTemplate"]
     (wp,) = [w for w in report_of(str(root)).patches if w.patch.kind == "LeaderWorkerSet"]
     assert wp.patch.body == p.body
+
+
+def test_a_cards_proof_is_the_sentence_that_proves_it_not_a_status_field() -> None:
+    """image-pull-failed: the rule matched state.waiting.reason 'ImagePullBackOff' first;
+    the proof is the kubelet's own event, events.yaml: 'Failed to pull image
+    "vllm/vllm-openai:v0.10.11": rpc error: code = NotFound'. A probe kill keeps its
+    Killing event; four OOMKilled replicas share one card."""
+    report = report_of(str(FIXTURES / "image-pull-failed"))
+    card = next(c for c in report.cards if c.workload == "Deployment/vllm-qwen")
+    assert card.proof.startswith("event Warning Failed") and "Failed to pull image" in card.proof
+    probe = report_of(str(FIXTURES / "probe-kill-vs-crash-while-loading"))
+    card = next(c for c in probe.cards if c.finding == "probe-killed-during-load")
+    assert "failed liveness probe" in card.proof
+    busy = report_of(str(FIXTURES / "busy-namespace"))
+    (oom,) = [c for c in busy.cards if c.finding == "container-oomkilled"]
+    assert (len(oom.pods), oom.pods_total) == (4, 4)
