@@ -563,6 +563,8 @@ CASES.update({
     "node_gpu_holders": [({}, ["vllm-0 (1 GPU, Running)"]), ({"pod": PENDING}, None)],
     "max_num_seqs": [({}, None), ({"container": {"args": ["--max-num-seqs", "64"]}}, 64)],
     "autoscale_target": [({}, None), ({"pod": OWNED_POD, "objects": WITH_HPA}, 4.0)],
+    # tests/unit.py hpa(): maxReplicas 4; without an HPA, none
+    "hpa_max_replicas": [({}, None), ({"pod": OWNED_POD, "objects": WITH_HPA}, 4)],
     "pod_concurrency": [({}, None), ({"log": "INFO 03-20 16:01:36 executor_base.py:115] Maximum "
                                             "concurrency for 32768 tokens per request: 9.44x"},
                                      9.44)],

@@ -228,9 +228,8 @@ def test_warn_when_raises_the_same_id_as_a_warning() -> None:
     assert blind.states["under-test"] is Truth.UNKNOWN and not blind.findings
 
 
-@pytest.mark.parametrize("extra", [
-    {"severity_word": "warning"}, {"fallback": "  true"}])
-def test_warn_when_only_on_a_critical_non_fallback_pattern(extra: dict[str, str]) -> None:
+@pytest.mark.parametrize("extra", [{"severity_word": "warning"}])
+def test_warn_when_only_on_a_critical_pattern(extra: dict[str, str]) -> None:
     text = ("id: under-test\nseverity: SEV\ntitle: t\nstep: 9\nremediation: r\n"
             "when: {log: {regex: x}}\nwarn_when: {log: {regex: y}}\n")
     text = text.replace("SEV", extra.get("severity_word", "critical"))
@@ -239,6 +238,14 @@ def test_warn_when_only_on_a_critical_non_fallback_pattern(extra: dict[str, str]
     with pytest.raises(PatternError) as err:
         parse_pattern(text, "under-test.yaml")
     assert err.value.where == "warn_when"
+
+
+def test_a_fallbacks_warning_form_comes_with_the_fallbacks() -> None:
+    """crashloop-unknown (a fallback) crashed once and is Running and Ready again: its
+    warning form; with a critical finding on the pod, neither form (as for the critical)."""
+    text = ("id: under-test\nseverity: critical\ntitle: t\nstep: 2\nremediation: r\n"
+            "fallback: true\nwhen: {log: {regex: x}}\nwarn_when: {log: {regex: y}}\n")
+    assert parse_pattern(text, "under-test.yaml").warn_when is not None
 
 
 def test_scan_reports_the_warning_form_and_its_step_warns(tmp_path: Any) -> None:

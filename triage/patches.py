@@ -39,7 +39,10 @@ API_VERSION = {
 _CUSTOM = {"InferenceService", "LeaderWorkerSet"}
 # Lists a strategic-merge patch merges by this key (Kubernetes' patchMergeKey).
 _MERGE_KEYS = {"containers": "name", "initContainers": "name", "volumes": "name",
-               "env": "name"}
+               "env": "name", "volumeMounts": "mountPath"}
+# What the redaction left where a secret was: a patch never carries one (kubectl would
+# write the mask into the object).
+_MASKS = ("[REDACTED", "***")
 _KSERVE_CONTAINER = "kserve-container"
 
 
@@ -55,10 +58,18 @@ class Edits:
     container: dict[str, Any] = field(default_factory=dict)
     pod: dict[str, Any] = field(default_factory=dict)
     spec: dict[str, Any] = field(default_factory=dict)
+    # Where the pod template is, when the kind has more than one (a LeaderWorkerSet's
+    # leaderTemplate or workerTemplate); None: the kind's own.
+    template: tuple[str, ...] | None = None
 
     def merged(self, other: Edits) -> Edits:
-        return Edits({**self.args, **other.args}, {**self.container, **other.container},
-                     {**self.pod, **other.pod}, {**self.spec, **other.spec})
+        """Both fixes' edits, in either order the same: lists added to (``key+``) get both
+        fixes' items, and where both set one resource quantity (a memory limit sized for
+        the process by one fix and for a bigger /dev/shm by another) the larger holds both."""
+        return Edits({**self.args, **other.args},
+                     _merge_fields(self.container, other.container),
+                     _merge_fields(self.pod, other.pod), _merge_fields(self.spec, other.spec),
+                     self.template)
 
     @property
     def empty(self) -> bool:
@@ -82,6 +93,40 @@ class Target:
         return str(meta(self.obj).get("namespace", ""))
 
 
+def _merge_fields(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    out = dict(a)
+    for key, value in b.items():
+        if key not in out or out[key] == value:
+            out[key] = value
+        elif key.endswith("+"):
+            items = list(out[key]) if isinstance(out[key], list) else [out[key]]
+            for item in value if isinstance(value, list) else [value]:
+                ident = _identity(item)
+                items = [i for i in items if ident is None or _identity(i) != ident]
+                items.append(item)
+            out[key] = items
+        elif "resources." in key and None not in (_bytes(out[key]), _bytes(value)):
+            out[key] = max(out[key], value, key=lambda q: _bytes(q) or 0)
+        else:
+            out[key] = value
+    return out
+
+
+_QUANTITY = regex.compile(r"^([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P|)$")
+_UNITS = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15,
+          "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50}
+
+
+def _bytes(value: Any) -> float | None:
+    """A Kubernetes quantity (``24Gi``, ``512M``, a number) as a number; None otherwise."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    m = _QUANTITY.match(str(value).strip())
+    return float(m.group(1)) * _UNITS[m.group(2)] if m else None
+
+
 def patch_type(kind: str) -> str:
     return "merge" if kind in _CUSTOM else "strategic"
 
@@ -89,16 +134,81 @@ def patch_type(kind: str) -> str:
 def build(target: Target, edits: Edits) -> dict[str, Any] | None:
     """``{"apiVersion", "kind", "namespace", "name", "type", "patch"}``, or None when the
     edits change nothing in this object (or cannot be placed in it)."""
-    new = apply(target, edits)
+    return build_all(target, [(target.container, edits)])
+
+
+def build_all(target: Target, parts: list[tuple[str, Edits]]) -> dict[str, Any] | None:
+    """One patch for several fixes of one object, each on its own container.
+
+    A patch names only what the fixes change. When that would carry what the redaction
+    left of a secret (a list given whole, such as ``args`` holding ``--api-key [REDACTED]``,
+    or a custom resource's containers with their env), it becomes a JSON patch of the
+    changed places alone, each guarded by a ``test`` of what was read; when even that
+    would carry a mask there is no patch (the fix's text still says the change)."""
+    new: Obj | None = target.obj
+    for container, edits in parts:
+        new = apply(Target(target.kind, new, container), edits) if new is not None else None
     if new is None:
         return None
     kind = target.kind
-    body = _diff(_strip(target.obj), _strip(new), strategic=patch_type(kind) == "strategic")
+    ptype = patch_type(kind)
+    old = _strip(target.obj)
+    body: Any = _diff(old, _strip(new), strategic=ptype == "strategic")
     if not body:
         return None
+    if _masked(body):
+        ptype, body = "json", _json_ops(old, _strip(new), "")
+        if not body or _masked(body):
+            return None
     return {"apiVersion": str(target.obj.get("apiVersion") or API_VERSION.get(kind, "v1")),
             "kind": kind, "namespace": target.namespace, "name": target.name,
-            "type": patch_type(kind), "patch": body}
+            "type": ptype, "patch": body}
+
+
+def _masked(value: Any) -> bool:
+    if isinstance(value, str):
+        return any(m in value for m in _MASKS)
+    if isinstance(value, dict):
+        return any(_masked(k) or _masked(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_masked(v) for v in value)
+    return False
+
+
+def _pointer(path: str, key: Any) -> str:
+    return f"{path}/{str(key).replace('~', '~0').replace('/', '~1')}"
+
+
+def _json_ops(old: Any, new: Any, path: str) -> list[dict[str, Any]]:
+    """RFC 6902 operations that turn ``old`` into ``new``, place by place: list items by
+    index, each index guarded by a test of the item's name (or of the value replaced)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        ops: list[dict[str, Any]] = []
+        for k in new:
+            if k not in old:
+                ops.append({"op": "add", "path": _pointer(path, k), "value": new[k]})
+            elif old[k] != new[k]:
+                ops += _json_ops(old[k], new[k], _pointer(path, k))
+        ops += [{"op": "remove", "path": _pointer(path, k)} for k in old if k not in new]
+        return ops
+    if isinstance(old, list) and isinstance(new, list):
+        ops = []
+        for i in range(min(len(old), len(new))):
+            if old[i] == new[i]:
+                continue
+            here = _pointer(path, i)
+            if isinstance(old[i], dict) and isinstance(new[i], dict) and "name" in old[i]:
+                ops.append({"op": "test", "path": _pointer(here, "name"),
+                            "value": old[i]["name"]})
+            ops += _json_ops(old[i], new[i], here)
+        ops += [{"op": "add", "path": _pointer(path, "-"), "value": v}
+                for v in new[len(old):]]
+        for i in reversed(range(len(new), len(old))):
+            ops += [{"op": "test", "path": _pointer(path, i), "value": old[i]},
+                    {"op": "remove", "path": _pointer(path, i)}]
+        return ops
+    return [{"op": "test", "path": path, "value": old},
+            {"op": "replace", "path": path, "value": new}]
 
 
 def apply(target: Target, edits: Edits) -> Obj | None:
@@ -108,7 +218,7 @@ def apply(target: Target, edits: Edits) -> Obj | None:
         _set(new, _split(path), value)
     if not (edits.args or edits.container or edits.pod):
         return new
-    where = _TEMPLATE.get(target.kind)
+    where = edits.template or _TEMPLATE.get(target.kind)
     if where is None:
         return None
     pod = _descend(new, where)

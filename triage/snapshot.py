@@ -31,6 +31,7 @@ NAMESPACED_KINDS = (
     "services",
     "configmaps",
     "inferenceservices",
+    "leaderworkersets",
 )
 CLUSTER_KINDS = ("nodes",)
 ALL_KINDS = NAMESPACED_KINDS + CLUSTER_KINDS

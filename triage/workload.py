@@ -117,7 +117,23 @@ def shm_is_memory_backed(pod: Obj, container: Obj) -> bool:
 
 
 _OWNER_PLURAL = {"ReplicaSet": "replicasets", "Deployment": "deployments",
-                 "StatefulSet": "statefulsets"}
+                 "StatefulSet": "statefulsets", "LeaderWorkerSet": "leaderworkersets"}
+LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
+
+
+def leader_worker_set(snapshot: Snapshot, pod: Obj) -> tuple[Obj, tuple[str, ...]] | None:
+    """The LeaderWorkerSet that owns the pod (Pod -> StatefulSet -> LeaderWorkerSet), with
+    where its pod's template is: the leader's (worker index 0, when the LWS has a
+    leaderTemplate) or the workers'."""
+    chain = owner_chain(snapshot, pod)
+    top = chain[-1] if chain else None
+    if top is None or top.get("kind") != "LeaderWorkerSet":
+        return None
+    lwt = dig(top, "spec.leaderWorkerTemplate") or {}
+    leader = str((meta(pod).get("labels") or {}).get(LWS_WORKER_INDEX_LABEL)) == "0"
+    if leader and isinstance(lwt.get("leaderTemplate"), dict):
+        return top, ("spec", "leaderWorkerTemplate", "leaderTemplate", "spec")
+    return top, ("spec", "leaderWorkerTemplate", "workerTemplate", "spec")
 
 
 def owner_chain(snapshot: Snapshot, pod: Obj) -> list[Obj]:

@@ -450,8 +450,9 @@ def _load(source: _Source) -> Snapshot:
         if snap.namespace:
             snap.objects = {k: [o for o in v if _in_namespace(o, k, snap.namespace)]
                             for k, v in snap.objects.items()}
-        if "inferenceservices" not in snap.objects:
-            snap.absent_kinds.add("inferenceservices")
+        for optional in ("inferenceservices", "leaderworkersets"):
+            if optional not in snap.objects:
+                snap.absent_kinds.add(optional)
     for rel in source.listing("logs", 3, ".log"):
         _, ns, pod, file = rel.split("/")
         name, stream = file[: -len(".log")], "current"
@@ -556,6 +557,7 @@ _LIST_KINDS = {
     "statefulsets": ("apps/v1", "StatefulSetList"),
     "horizontalpodautoscalers": ("autoscaling/v2", "HorizontalPodAutoscalerList"),
     "inferenceservices": ("serving.kserve.io/v1beta1", "InferenceServiceList"),
+    "leaderworkersets": ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSetList"),
 }
 
 

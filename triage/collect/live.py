@@ -67,9 +67,11 @@ _NAMESPACED_PATHS = {
     "persistentvolumeclaims": ("/api/v1", "persistentvolumeclaims"),
     "services": ("/api/v1", "services"),
     "inferenceservices": ("/apis/serving.kserve.io/v1beta1", "inferenceservices"),
+    # read-only, for the owner a fix's patch is against (its StatefulSets are the LWS's)
+    "leaderworkersets": ("/apis/leaderworkerset.x-k8s.io/v1", "leaderworkersets"),
 }
 # Kinds whose absence (404 on the list) means "not installed", not "failed".
-_OPTIONAL_KINDS = {"inferenceservices"}
+_OPTIONAL_KINDS = {"inferenceservices", "leaderworkersets"}
 
 # kubectl's --chunk-size: the page size a real API server is used to being asked for.
 PAGE_SIZE = 500

@@ -375,6 +375,18 @@ def autoscale_target_over_capacity(ctx: ContainerContext) -> Measured:
     return Measured(ratio, text)
 
 
+@fact("hpa_max_replicas", unit="replicas", scope="workload",
+      doc="spec.maxReplicas of the HorizontalPodAutoscaler whose scaleTargetRef is the pod's "
+          "Deployment or StatefulSet; None without one")
+def hpa_max_replicas(ctx: ContainerContext) -> Measured:
+    for hpa in _hpas(ctx):
+        value = (hpa.get("spec") or {}).get("maxReplicas")
+        if isinstance(value, int):
+            return Measured(value, f"HPA {meta(hpa).get('name')} spec.maxReplicas {value}",
+                            (Location(hpa, ("spec", "maxReplicas")),))
+    return Measured(None, "no HorizontalPodAutoscaler with maxReplicas scales the workload")
+
+
 @fact("min_replicas", unit="replicas", scope="workload",
       doc="the fewest replicas the autoscalers may leave (HPA minReplicas, InferenceService "
           "minReplicas / min-scale); None without an autoscaler")

@@ -95,13 +95,31 @@ def build(snapshot: Snapshot, pods: list[PodDiagnosis], steps: list[StepResult],
 _CONTEXT_LINE = re.compile(r"\bline \d+  ")
 
 
+_MATCHED_LINE = re.compile(r"\bline \d+> ")
+_WARNING_EVENT = re.compile(r"^event Warning \S+ on .*\): \S")
+_CONDITION = re.compile(r"^pod \S+ condition \w+=\w+ \(\w+\): \S")
+
+
 def _proof(finding: Finding) -> str:
-    """The one line that proves a finding: the first thing its rule matched (an event, a
-    field, a matched log line), never a context line or a "... more" note."""
-    for line in finding.evidence:
-        if not _CONTEXT_LINE.search(line[:80]) and not line.startswith("... "):
-            return line
-    return finding.evidence[0] if finding.evidence else finding.title
+    """The one line that proves a finding: the first thing its rule matched when that is an
+    event, a pod condition's message or a matched log line; when it is a bare field
+    (``lastState.terminated.reason = 'OOMKilled'``, ``state.waiting.reason``), the first
+    Warning event's message or matched error line instead, if there is one (the
+    kubelet's own words: "Failed to pull image ...: not found"). Never a context line,
+    an "explains" or a "... more" note."""
+    lines = [line for line in finding.evidence
+             if not _CONTEXT_LINE.search(line[:80]) and not line.startswith(("... ",
+                                                                             "explains "))]
+    if not lines:
+        return finding.evidence[0] if finding.evidence else finding.title
+
+    def sentence(line: str) -> bool:
+        return bool(line.startswith("event ") or _MATCHED_LINE.search(line[:120])
+                    or _CONDITION.search(line[:200]))
+    if sentence(lines[0]):
+        return lines[0]
+    return next((line for line in lines if _WARNING_EVENT.search(line)
+                 or _MATCHED_LINE.search(line[:120])), lines[0])
 
 
 def _owner(pod: PodResult) -> str:
@@ -212,29 +230,35 @@ def _cross_pod_causes(snapshot: Snapshot, pods: tuple[PodResult, ...]
 
 def _workload_patches(snapshot: Snapshot, diags: list[PodDiagnosis], cards: tuple[Card, ...]
                       ) -> tuple[WorkloadPatch, ...]:
-    """Every card's patch of one object combined into one, applied to the object as read."""
-    combined: dict[tuple[str, str, str], tuple[patches.Edits, str, list[str]]] = {}
+    """Every card's patch of one object combined into one, applied to the object as read.
+
+    Each container gets its own fixes' edits (merged so that neither fix undoes the
+    other: ``patches.Edits.merged``), whatever the order of the cards."""
+    combined: dict[tuple[str, str, str], tuple[dict[tuple[str, tuple[str, ...] | None],
+                                                   patches.Edits], list[str]]] = {}
     for card in cards:
         fix = card.fix
         if fix is None or fix.patch is None or not isinstance(fix.edits, dict):
             continue
         key = (fix.patch.kind, fix.patch.namespace, fix.patch.name)
+        template = tuple(fix.edits["template"]) if fix.edits.get("template") else None
         edits = patches.Edits(args=fix.edits["args"], container=fix.edits["container"],
-                              pod=fix.edits["pod"], spec=fix.edits["spec"])
+                              pod=fix.edits["pod"], spec=fix.edits["spec"], template=template)
         container = _container_of(diags, card)
-        if key in combined:
-            before, name, ids = combined[key]
-            combined[key] = (before.merged(edits), name, [*ids, card.finding])
-        else:
-            combined[key] = (edits, container, [card.finding])
+        per_container, ids = combined.setdefault(key, ({}, []))
+        before = per_container.get((container, template))
+        per_container[(container, template)] = edits if before is None \
+            else before.merged(edits)
+        ids.append(card.finding)
     out: list[WorkloadPatch] = []
-    for (kind, namespace, name), (edits, container, ids) in combined.items():
+    for (kind, namespace, name), (per_container, ids) in combined.items():
         obj = snapshot.find(_PLURAL.get(kind, kind.lower() + "s"), namespace, name)
         if obj is None:
             continue
         typed = {"apiVersion": obj.get("apiVersion") or patches.API_VERSION.get(kind, "v1"),
                  "kind": kind, **obj}
-        doc = patches.build(patches.Target(kind, typed, container), edits)
+        doc = patches.build_all(patches.Target(kind, typed, ""),
+                                [(c, e) for (c, _), e in per_container.items()])
         if doc is None:
             continue
         out.append(WorkloadPatch(f"{kind}/{name}", Patch(

@@ -616,6 +616,8 @@ def diagnose(evaluator: Evaluator, patterns: tuple[Pattern, ...], diag: PodDiagn
                 diag.states[pattern.id] = Truth.FALSE
             else:
                 apply(evaluator, pattern, diag)
+    if not critical:  # a fallback's milder form, as its critical form, only then
+        warn_when(evaluator, patterns, diag, fallback=True)
     escalate(evaluator, by_id, diag)
     diag.findings.sort(key=lambda f: (f.severity.rank, f.step))
 
@@ -662,14 +664,18 @@ def _marked(evidence: tuple[str, ...]) -> str:
     return next((e for e in evidence if _MARKED.search(e)), evidence[0])
 
 
-def warn_when(evaluator: Evaluator, patterns: tuple[Pattern, ...], diag: PodDiagnosis) -> None:
+def warn_when(evaluator: Evaluator, patterns: tuple[Pattern, ...], diag: PodDiagnosis,
+              fallback: bool = False) -> None:
     """The milder form of a critical finding: a pattern whose ``when`` did not hold but whose
     ``warn_when`` does raises the same id as a warning (a finding id is a public contract,
     so an early sign cannot have an id of its own). Patterns that refer to the finding
-    with a ``finding`` leaf see only its critical form; ``escalate`` does not apply."""
+    with a ``finding`` leaf see only its critical form; ``escalate`` does not apply.
+    A fallback's warning form is tried with the fallbacks (``fallback=True``): after them,
+    and only when no critical finding explains the pod."""
     raised = {f.id for f in diag.findings}
     for pattern in patterns:
-        if pattern.warn_when is None or diag.states.get(pattern.id) is Truth.TRUE:
+        if pattern.warn_when is None or diag.states.get(pattern.id) is Truth.TRUE \
+                or pattern.fallback is not fallback:
             continue
         if pattern.id in raised or set(pattern.yields_to) & raised:
             continue

@@ -159,6 +159,10 @@ def target_of(ctx: ContainerContext, target: str) -> patches.Target | None:
         if isvc is not None:
             name = ctx.name if ctx.name != "kserve-container" else "kserve-container"
             return patches.Target("InferenceService", _typed(isvc, "InferenceService"), name)
+        lws = workload.leader_worker_set(ctx.snapshot, ctx.pod)
+        if lws is not None:  # its StatefulSets are the LWS controller's: the LWS is patched
+            return patches.Target("LeaderWorkerSet", _typed(lws[0], "LeaderWorkerSet"),
+                                  ctx.name)
         if ctx.owner is not None:
             kind, obj = ctx.owner
             return patches.Target(kind, _typed(obj, kind), ctx.name)
@@ -191,8 +195,14 @@ def _build(ctx: ContainerContext, filled: dict[str, Any]) -> Patch | None:
     target = target_of(ctx, str(filled["target"]))
     if target is None:
         return None
+    lws = workload.leader_worker_set(ctx.snapshot, ctx.pod) \
+        if target.kind == "LeaderWorkerSet" else None
+    if lws is not None:
+        filled["template"] = list(lws[1])  # the leader's template or the workers'
     edits = patches.Edits(args=filled["args"], container=filled["container"],
-                          pod=filled["pod"], spec=filled["spec"])
+                          pod=filled["pod"], spec=filled["spec"],
+                          template=tuple(filled["template"]) if filled.get("template")
+                          else None)
     return to_patch(patches.build(target, edits))
 
 

@@ -32,12 +32,19 @@ CONSTANTS: dict[str, Any] = {"KiB": KIB, "MiB": MIB, "GiB": GIB, "TiB": TIB,
                              "true": True, "false": False, "none": None}
 
 
+def _digits(step: float) -> int:
+    """Decimal places of a step (0.01 -> 2), so 57 x 0.01 is 0.57, never 0.5700000000000001."""
+    text = f"{step:.10f}".rstrip("0")
+    return len(text.partition(".")[2])
+
+
 def _round_up(x: float, step: float = 1) -> float:
-    return math.ceil(x / step) * step
+    # a quotient a hair above a whole number (0.9 - 0.05 = 0.8500000000000001) is that number
+    return round(math.ceil(round(x / step, 9)) * step, _digits(step))
 
 
 def _round_down(x: float, step: float = 1) -> float:
-    return math.floor(x / step) * step
+    return round(math.floor(round(x / step, 9)) * step, _digits(step))
 
 
 def _clamp(x: float, low: float, high: float) -> float:

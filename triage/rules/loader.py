@@ -500,9 +500,9 @@ class _Reader:
             raise self.fail("references", "must be a list")
         warn_when = None
         if data.get("warn_when") is not None:
-            if severity != Severity.CRITICAL.value or data.get("fallback"):
-                raise self.fail("warn_when", "only a critical pattern that is not a fallback "
-                                "has a milder warning form")
+            if severity != Severity.CRITICAL.value:
+                raise self.fail("warn_when", "only a critical pattern has a milder warning "
+                                "form")
             warn_when = self.condition(data["warn_when"], "warn_when")
         explained_by = None
         if data.get("explained_by") is not None:
