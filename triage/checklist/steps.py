@@ -247,9 +247,9 @@ class ProbeTiming(Step):
                 # load time to hold it against: not a pass.
                 kind = "startupProbe" if ctx.value("has_startup_probe") else "livenessProbe"
                 unknown.append(f"{who}: the model load time is not known "
-                               f"({started.unknown or started.evidence}): whether the {kind}'s "
-                               f"{budget.value:.0f}s wait for the load is not known, and it "
-                               "restarts the container when they do not")
+                               f"({started.unknown or started.evidence}), so whether the "
+                               f"{kind}'s {budget.value:.0f}s cover it cannot be judged; "
+                               "a load that takes longer is restarted by it")
                 lines = lines[1:]
             ev += [f"{who}: {line}" for line in lines]
         if unknown:
