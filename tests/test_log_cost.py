@@ -5,6 +5,7 @@ are lines of their own, in live scans, bundles and directories alike."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,10 @@ LOGS = {
     "carriage-returns-only": b"\r".join([b"INFO 11-28 03:06:40 [core.py:58] line %d" % i
                                          for i in range(2_000)] + [OOM.encode()]
                                         + [b"INFO 11-28 03:06:58 [core.py:61] done"] * 5),
+    # A log of carriage returns only, longer than a read block: 10 MiB of tqdm redraws,
+    # the crash, more redraws (before: read as one line, cut to its 4 KB head and tail).
+    "carriage-returns-only-past-a-block": (BAR + b"\r") * 120_000 + OOM.encode() + b"\r"
+    + (BAR + b"\r") * 100,
     # The crash at the end of a line longer than a block (9 MiB).
     "end-of-a-huge-line": b"INFO 11-28 03:06:40 [core.py:58] start\n"
     + b"x" * (9 * 1024 * 1024) + b" " + OOM.encode() + b"\n",
@@ -108,3 +113,34 @@ def test_why_crashes_read_but_not_seen_are_seen_live_and_in_a_bundle(name: str,
     for run in (live, offline):
         assert run.code == 1, run.stderr
         assert _step2(run.json())["verdict"] == "fail"
+
+
+def _json_record(message: str) -> bytes:
+    """One record as a JSON logger writes it (python-json-logger, structlog): the whole
+    traceback in one JSON string, its line breaks escaped."""
+    return json.dumps({"asctime": "2026-11-28 03:06:58,114", "levelname": "ERROR",
+                       "name": "vllm.engine", "message": message, "process": 1}).encode()
+
+
+JSON_TRACEBACK = ("Traceback (most recent call last):\n" + "".join(
+    f'  File "/usr/local/lib/python3.12/dist-packages/vllm/worker/m{i}.py", line {i}, in f\n'
+    f"    x = self.model_runner.execute_model()\n" for i in range(60))
+    + "RuntimeError: Worker failed with error 'CUDA error', please check the stack trace\n"
+    "CUDA out of memory. Tried to allocate 160.00 MiB. GPU 0 has a total capacity of "
+    "22.03 GiB of which 91.06 MiB is free.")
+
+
+def test_why_a_json_lines_record_longer_than_a_line_is_read_to_its_end(tmp_path: Path) -> None:
+    """Before: a JSON-lines log whose record (longer than the line limit) ends with the CUDA
+    OOM was missed: the message's lines were one line of escaped text, so
+    ``\\bCUDA out of memory`` met ``\\nCUDA`` and step 2 passed. The escaped line breaks
+    of a JSON record are lines for matching."""
+    record = _json_record(JSON_TRACEBACK)
+    assert len(record) > logs.MAX_LINE_BYTES
+    data = (_json_record("Starting vLLM API server on http://0.0.0.0:8000") + b"\n"
+            + record + b"\n")
+    root = _with_previous_log(copy_fixture(tmp_path / "fx"), data)
+    run = run_cli("analyze", str(root), "-o", "json")
+    assert run.code == 1, run.stderr
+    assert _step2(run.json())["verdict"] == "fail", _step2(run.json())
+    assert "cuda-oom" in {f["id"] for p in run.json()["pods"] for f in p["findings"]}

@@ -352,7 +352,9 @@ def _line_blocks(source: LogSource) -> Iterator[bytes]:
     reader = _FileReader(source.path) if source.data is None else _MemoryReader(source.data)
     with reader:
         while data := reader.read(BLOCK_BYTES):
-            last = data.rfind(b"\n")
+            # A bare carriage return ends a line too (a log of tqdm redraws may hold no
+            # newline at all); one at the very end may be the half of a \r\n.
+            last = max(data.rfind(b"\n"), data.rfind(b"\r", 0, len(data) - 1))
             if last >= 0:
                 if last < len(data) - 1:
                     if reader.at_end():  # the final line has no newline
@@ -366,14 +368,15 @@ def _line_blocks(source: LogSource) -> Iterator[bytes]:
             head, tail, total = data[:MAX_LINE_BYTES + 1], data[-half:], len(data)
             del data
             while chunk := reader.read(BLOCK_BYTES):
-                end = chunk.find(b"\n")
+                found = _LINE_END.search(chunk)
+                end = found.start() if found else -1
                 part = chunk if end < 0 else chunk[:end]
                 if len(head) <= MAX_LINE_BYTES:
                     head += part[:MAX_LINE_BYTES + 1 - len(head)]
                 tail = (tail + part)[-half:]
                 total += len(part)
                 if end >= 0:
-                    reader.back(len(chunk) - end - 1)
+                    reader.back(len(chunk) - end - 1 - (chunk[end:end + 2] == b"\r\n"))
                     break
             if total <= MAX_LINE_BYTES:  # longer than a block, not than a line
                 yield head + b"\n"
@@ -399,6 +402,8 @@ def _bounded_lines(data: bytes) -> bytes:
     """
     if b"\r" in data:
         data = _BARE_CR.sub(b"\n", data)
+    if b"\\n" in data and b'{"' in data:  # JSON lines whose strings hold line breaks
+        data = _JSON_RECORD.sub(_json_breaks, data)
     half = MAX_LINE_BYTES // 2
     # A line longer than MAX_LINE_BYTES holds a whole aligned window of `half` bytes with no
     # newline: a thousand finds per block rule that out, with no pass per line.
@@ -420,6 +425,21 @@ def _bounded_lines(data: bytes) -> bytes:
 
 
 _BARE_CR = re.compile(rb"\r+(?!\n)")
+# A JSON-lines record (a logger writing one object per line, after kubectl's time when
+# read with --timestamps) with an escaped line break in it: a traceback in its message.
+_JSON_RECORD = re.compile(
+    rb"^(?:\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:\d\d) )?\{\"[^\n]*\\n[^\n]*$", re.MULTILINE)
+
+
+def _json_breaks(m: re.Match[bytes]) -> bytes:
+    """A JSON record's escaped line breaks as line ends (and its escaped quotes as quotes):
+    patterns see the message's lines as the lines they are, and a record longer than a line
+    is cut per message line, never losing the crash at its end."""
+    return m.group(0).replace(b"\\r\\n", b"\n").replace(b"\\n", b"\n").replace(
+        b'\\"', b'"').replace(b"\\t", b"\t")
+
+
+_LINE_END = re.compile(rb"[\r\n]")
 
 
 class _FileReader:
