@@ -29,11 +29,12 @@ import os
 import re
 import stat
 from bisect import bisect_right
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import accumulate
+from itertools import accumulate, compress, islice, repeat
+from operator import add, mul
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -83,7 +84,8 @@ _SPANS = regex.compile(r"\\[snWDSHV]|\[\^")
 
 # A line that says when it was printed: kubectl --timestamps, or vLLM's MM-DD hh:mm:ss.
 _STAMPED = regex.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d|\b\d\d-\d\d \d\d:\d\d:\d\d\b")
-_STAMPED_B = re.compile(rb"\d\d-\d\d[T ]\d\d:\d\d:\d\d")  # a cheap test before parsing
+# Its tail, led by a literal the regex engine skips to (the two digits before are checked).
+_STAMP_TAIL = re.compile(rb"-\d\d[T ]\d\d:\d\d:\d\d")
 
 
 def has_stamp(line: LogLine) -> bool:
@@ -567,6 +569,7 @@ class _Engine:
                  queries: QuerySet) -> None:
         self.keys = keys
         self.db: Any = None
+        self._kinds: _Kinds | None = None
         self.dirty_id = len(keys)
         if hyperscan is None or os.environ.get("VLLM_TRIAGE_NO_HYPERSCAN"):
             self.slow = set(keys)
@@ -576,6 +579,22 @@ class _Engine:
         self.db, slow = _load_or_compile(wanted)
         self.slow = {keys[i] for i in slow}
 
+    def kinds(self, queries: QuerySet) -> _Kinds:
+        """The queries split by how a block of repeated lines can decide them (made once)."""
+        if self._kinds is None:
+            per_line, spanning, exact = set(), set(), QuerySet()
+            for key in self.keys:
+                query = queries.queries[key]
+                if _names_digits(query.regex.pattern):
+                    exact.add(query, queries.keep_last.get(key, 1))
+                elif query.spans_lines:
+                    spanning.add(key)
+                else:
+                    per_line.add(key)
+            self._kinds = _Kinds(frozenset(per_line), frozenset(spanning),
+                                 _Engine.get(exact) if exact.queries else None)
+        return self._kinds
+
     @classmethod
     def get(cls, queries: QuerySet) -> _Engine:
         keys = sorted(queries.queries, key=lambda k: (k[0], k[1], sorted(k[2] or ())))
@@ -584,6 +603,47 @@ class _Engine:
         if engine is None:
             engine = cls._cache[ident] = cls(keys, queries)
         return engine
+
+
+@dataclass(frozen=True)
+class _Kinds:
+    per_line: frozenset[Key]  # decided per distinct line (digits aside)
+    spanning: frozenset[Key]  # may span lines: decided per distinct run of three lines
+    exact: _Engine | None  # name digits: searched on the block's own lines
+
+
+# What in a regex stands for digits without naming one: \d, \xNN, \uNNNN, {m,n}.
+_DIGIT_FREE = regex.compile(r"\\[dD]|\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\{\d*(?:,\d*)?\}")
+_NAMES_DIGITS = regex.compile(r"[0-9]|\\g<|\(\?P=|\(\?[0-9R&+-]")
+
+
+def _names_digits(pattern: str) -> bool:
+    """Whether a regex may tell one digit from another: a digit in it (a literal, a range, a
+    back-reference) or a reference to a group. Conservative: ``[0-9]`` counts as naming."""
+    return _NAMES_DIGITS.search(_DIGIT_FREE.sub("", pattern)) is not None
+
+
+def _offsets_of(lines: list[bytes], wanted: list[int]) -> Iterator[tuple[int, int]]:
+    """(index, offset) of the wanted lines (in order) of a block split into ``lines``."""
+    offset = last = 0
+    for i in wanted:
+        offset += sum(map(len, lines[last:i])) + i - last
+        last = i
+        yield i, offset
+
+
+def _dirty(data: bytes) -> bool:
+    """Control bytes or ANSI escapes in a block: it is cleaned before it is searched."""
+    return len(data.translate(None, _CONTROL_BYTES)) != len(data) or b"#033[" in data
+
+
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+# A block is searched as repeated lines when it has at least this many lines, of no more
+# than 1/REPEAT_RATIO distinct (digits aside), averaging at least REPEAT_MIN_LINE_BYTES
+# (the grouping holds a list of the block's lines: bounded by a block's size then).
+REPEAT_MIN_LINES = 1024
+REPEAT_RATIO = 4
+REPEAT_MIN_LINE_BYTES = 40
 
 
 def _flags(rx: Any) -> int:
@@ -718,15 +778,21 @@ class _Scan:
         head_open = True
         for data in _line_blocks(self.index.source):
             data = _bounded_lines(data)
-            found = self.prefilter(data)
-            if found is None:  # control bytes or ANSI escapes: clean, then search again
-                data = _clean_bytes(data)
-                found = self.prefilter(data) or []
             block = _Block(data, first)
             self.found = {}
-            candidates = _by_query(found)
-            del found  # one entry per candidate line: gone before the exact pass
-            self.search(block, candidates)
+            if not self.search_repeated(block):
+                found = self.prefilter(data)
+                if found is None:  # control bytes or ANSI escapes: clean, then search again
+                    data = _clean_bytes(data)
+                    found = self.prefilter(data) or []
+                    block = _Block(data, first)
+                    if self.search_repeated(block):
+                        found = None
+                if found is not None:
+                    candidates = _by_query(found)
+                    del found  # one entry per candidate line: gone before the exact pass
+                    self.search(block, candidates)
+                    del candidates
             self.settle(block)
             self.fill_after(block)
             if head_open:  # the log's first whole lines, contiguous, at most HEAD_BYTES
@@ -745,19 +811,21 @@ class _Scan:
             first += block.count
             # Before the next block is read: a kept match object holds its whole block's text.
             self.found = {}
-            del block, data, candidates
+            del block, data
         self.index.lines = first - 1
         self.index.tail = list(self.tail)
         return self.index
 
-    def prefilter(self, data: bytes) -> list[tuple[int, int]] | None:
+    def prefilter(self, data: bytes, engine: _Engine | None = None
+                  ) -> list[tuple[int, int]] | None:
         """(query index, match end) of every prefilter match; None if the block is dirty."""
-        if self.engine.db is None:
-            if len(data.translate(None, _CONTROL_BYTES)) != len(data) or b"#033[" in data:
+        engine = engine or self.engine
+        if engine.db is None:
+            if _dirty(data):
                 return None
             return []
         found: list[tuple[int, int]] = []
-        dirty = self.engine.dirty_id
+        dirty = engine.dirty_id
 
         def on_match(qid: int, start: int, end: int, flags: int, ctx: Any) -> bool | None:
             if qid == dirty:
@@ -765,17 +833,19 @@ class _Scan:
             found.append((qid, end))
             return None
         try:
-            self.engine.db.scan(data, match_event_handler=on_match)
+            engine.db.scan(data, match_event_handler=on_match)
         except hyperscan.ScanTerminated:
             return None
         return found
 
-    def search(self, block: _Block, candidates: dict[int, list[int]]) -> None:
-        for qi, key in enumerate(self.engine.keys):
+    def search(self, block: _Block, candidates: dict[int, list[int]],
+               engine: _Engine | None = None) -> None:
+        engine = engine or self.engine
+        for qi, key in enumerate(engine.keys):
             if key in self.results and self.results[key].unknown:
                 continue
             query = self.queries.queries[key]
-            if key in self.engine.slow:
+            if key in engine.slow:
                 self.search_all(key, block)
                 continue
             ends = candidates.get(qi)
@@ -792,6 +862,149 @@ class _Scan:
                 self.check(key, block, starts)
             else:
                 self.search_lines(key, block, starts)
+
+    def search_repeated(self, block: _Block) -> bool:
+        """A block whose lines repeat (a server failing every request prints the same few
+        lines, digits aside): each query is decided once per distinct line instead of once
+        per line, and its matching lines are counted and found with C-level passes.
+
+        Lines are grouped by their bytes with every digit read as ``0`` (same length, same
+        prefix, same level): a query whose regex cannot tell one digit from another (no
+        digit in it, no back-reference) matches every line of a group or none, so its
+        verdict on the group's first line is its verdict on all. A query that may span
+        lines is decided per distinct run of three lines (a match starts on the first, as
+        ``check`` reads it). The other queries, which name digits, are searched on the
+        block's own lines. Per-match work (the exact groups, the line, its time, its
+        context) is done only for the matches kept. False when the lines do not repeat
+        enough for this to pay, or the block is dirty (it is cleaned first)."""
+        data = block.data
+        if block.count < REPEAT_MIN_LINES or block.count > len(data) // REPEAT_MIN_LINE_BYTES:
+            return False
+        norm = data.translate(_DIGITS_AS_ZERO).split(b"\n")
+        norm.pop()  # the block ends with a newline
+        n = len(norm)
+        first_at = dict(zip(reversed(norm), range(n - 1, -1, -1), strict=True))
+        if len(first_at) * REPEAT_RATIO > n:
+            return False
+        distinct = sorted(first_at, key=first_at.__getitem__)  # in the order of first lines
+        reps = [first_at[u] for u in distinct]
+        # A control byte or an escape is in a group's every line, so in its first one.
+        if _dirty(b"\n".join(data[o:o + len(norm[i]) + 1] for i, o in _offsets_of(norm, reps))):
+            return False
+        block.set_starts([0, *accumulate(map((1).__add__, map(len, norm[:-1])))])
+        kinds = self.engine.kinds(self.queries)
+        number = {u: k for k, u in enumerate(distinct, 1)}  # 0: past the block's end
+        ids = list(map(number.__getitem__, norm))
+        del norm, first_at
+        counts = Counter(ids)
+        for key, matched in self.units_matching(block, [[i] for i in reps],
+                                                kinds.per_line).items():
+            groups = {u + 1 for u in matched}
+            self.record(key, block, sum(counts[u] for u in groups),
+                        compress(range(n), map(groups.__contains__, ids)),
+                        compress(range(n - 1, -1, -1), map(groups.__contains__, reversed(ids))))
+        exact: list[Key] = []
+        if kinds.spanning:  # runs of three lines, each as one number
+            d = len(distinct) + 1
+            runs_of = list(map(add, map(mul, ids, repeat(d * d)),
+                               map(add, map(mul, [*ids[1:], 0], repeat(d)), [*ids[2:], 0, 0])))
+            runs = Counter(runs_of)
+            if len(runs) * REPEAT_RATIO > n:
+                exact = list(kinds.spanning)
+            else:
+                run_at = dict(zip(reversed(runs_of), range(n - 1, -1, -1), strict=True))
+                distinct_runs = list(runs)
+                units = [[i + j for j in range(3) if i + j < n]
+                         for i in (run_at[r] for r in distinct_runs)]
+                for key, matched in self.units_matching(block, units,
+                                                         kinds.spanning).items():
+                    found = {distinct_runs[u] for u in matched}
+                    self.record(key, block, sum(runs[r] for r in found),
+                                compress(range(n), map(found.__contains__, runs_of)),
+                                compress(range(n - 1, -1, -1),
+                                         map(found.__contains__, reversed(runs_of))))
+            del runs_of, runs
+        del ids, counts
+        for key in exact:  # too many distinct runs of lines: searched as they are
+            self.search_all(key, block)
+        if kinds.exact is not None:
+            found_exact = self.prefilter(data, kinds.exact) or []
+            self.search(block, _by_query(found_exact), kinds.exact)
+        return True
+
+    def units_matching(self, block: _Block, units: list[list[int]],
+                       keys: frozenset[Key]) -> dict[Key, list[int]]:
+        """Which units (runs of block lines, by index) each query matches, starting on the
+        unit's first line: the prefilter over the units' text, the exact regex on its
+        candidates."""
+        data = block.data
+        starts = block.starts
+
+        def raw(i: int) -> bytes:
+            return data[starts[i]:block.line_end(starts[i])]
+        text = b"\n".join(b"\n".join(raw(i) for i in unit) for unit in units) + b"\n"
+        ends = list(accumulate(sum(block.line_end(starts[i]) - starts[i] + 1 for i in unit)
+                               for unit in units))
+        found = self.prefilter(text) if self.engine.db is not None else None
+        del text
+        candidates: dict[int, set[int]] = {}
+        for qid, end in found or ():
+            candidates.setdefault(qid, set()).add(bisect_right(ends, max(end - 1, 0)))
+        del found
+        everything = range(len(units))
+        out: dict[Key, list[int]] = {}
+        for qi, key in enumerate(self.engine.keys):
+            if key not in keys or (key in self.results and self.results[key].unknown):
+                continue
+            query = self.queries.queries[key]
+            todo = everything if self.engine.db is None or key in self.engine.slow else \
+                sorted(candidates.get(qi, ()))
+            for u in todo:
+                lines = [block.line_at(i, starts[i]) for i in units[u]]
+                if not query.counts(lines[0]):
+                    continue
+                message = lines[0].message
+                text_u = message if len(lines) == 1 else "\n".join(ln.message for ln in lines)
+                try:
+                    m = query.regex.search(text_u, timeout=LINE_TIMEOUT_S)
+                except TimeoutError:
+                    self.result_of(key).unknown = (f"regex {query.regex.pattern[:60]!r} timed "
+                                                   f"out on line {lines[0].number}")
+                    break
+                if m is not None and m.start() <= len(message):
+                    out.setdefault(key, []).append(u)
+        return out
+
+    def record(self, key: Key, block: _Block, total: int, forward: Iterator[int],
+               backward: Iterator[int]) -> None:
+        """``total`` matching lines of the block, of which the first few and the last few
+        (from the two iterators over their indexes) are kept with their exact groups."""
+        keep = max(1, self.queries.keep_last[key])
+        kept = sorted({*islice(forward, KEEP_FIRST), *islice(backward, keep)})
+        exact = [self.exact_at(key, block, i) for i in kept]
+        if any(e is None for e in exact) or len(kept) > total:
+            self.search_all(key, block)  # cannot happen for a digit-blind regex; exact anyway
+            return
+        for i, e in zip(kept, exact, strict=True):
+            assert e is not None
+            self.count(key, i, *e)
+        self.result_of(key).count += total - len(kept)
+
+    def exact_at(self, key: Key, block: _Block, index: int
+                 ) -> tuple[tuple[str | None, ...], tuple[int, int]] | None:
+        """The query's match starting on line ``index`` (and the two after it, for a query
+        that may span lines): its groups and span in the message, as ``check`` takes them."""
+        query = self.queries.queries[key]
+        upto = min(block.count, index + (3 if query.spans_lines else 1))
+        lines = [block.line_at(i) for i in range(index, upto)]
+        try:
+            m = query.regex.search("\n".join(ln.message for ln in lines),
+                                   timeout=LINE_TIMEOUT_S)
+        except TimeoutError:
+            return None
+        if m is None or m.start() > len(lines[0].message):
+            return None
+        return (m.group(0), *m.groups()), m.span()
 
     def result_of(self, key: Key) -> QueryResult:
         found = self.results.get(key)
@@ -980,6 +1193,9 @@ class _Block:
         self._stamps: list[int] | None = None  # offsets of time-like texts
         self._marks: list[tuple[int, int]] = [(0, 0)]  # known (offset, line index)
 
+    def set_starts(self, starts: list[int]) -> None:
+        self._starts = starts
+
     @property
     def starts(self) -> list[int]:
         """Where each line starts (one pass over the block, made once)."""
@@ -1048,23 +1264,28 @@ class _Block:
         return self._stamped_in(len(self.data))
 
     def _stamped_in(self, end: int) -> LogLine | None:
-        for size in (4096, 65536):
-            lo = max(0, end - size)
-            for m in reversed(list(_STAMPED_B.finditer(self.data, lo, end))):
-                line = self._stamped_at(m.start())
-                if line is not None:
-                    return line
-            if lo == 0:
-                return None
-        if self._stamps is None:
-            self._stamps = [m.start() for m in _STAMPED_B.finditer(self.data)]
-        i = bisect_right(self._stamps, end - 1)
+        lo = max(0, end - 4096)
+        for m in reversed(list(_STAMP_TAIL.finditer(self.data, lo, end))):
+            line = self._stamp_candidate(m.start())
+            if line is not None:
+                return line
+        if lo == 0:
+            return None
+        if self._stamps is None:  # the block's time-like texts, found once (a literal leads)
+            self._stamps = [m.start() for m in _STAMP_TAIL.finditer(self.data)]
+        i = bisect_right(self._stamps, lo - 1)
         while i > 0:
             i -= 1
-            line = self._stamped_at(self._stamps[i])
+            line = self._stamp_candidate(self._stamps[i])
             if line is not None:
                 return line
         return None
+
+    def _stamp_candidate(self, dash: int) -> LogLine | None:
+        """The line whose ``MM-DD hh:mm:ss`` has its dash at ``dash``, if it is its time."""
+        if dash < 2 or not self.data[dash - 2:dash].isdigit():
+            return None
+        return self._stamped_at(dash - 2)
 
     def _stamped_at(self, offset: int) -> LogLine | None:
         """The line holding a time-like text at ``offset``, if it is the line's time."""
