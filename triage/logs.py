@@ -32,7 +32,7 @@ from bisect import bisect_right
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from itertools import accumulate, compress, islice, repeat
 from operator import add, mul
 from pathlib import Path
@@ -80,7 +80,8 @@ _PREFIX_PARTS = r"""
     )?"""
 _PREFIX = regex.compile(r"^" + _PREFIX_PARTS + r"(?P<msg>.*)$", regex.VERBOSE | regex.DOTALL)
 # What in a pattern can match a newline: then a match may span a hard-wrapped message.
-_SPANS = regex.compile(r"\\[snWDSHV]|\[\^")
+# (\S cannot: a newline is white space.)
+_SPANS = regex.compile(r"\\[snWDHV]|\[\^")
 
 # A line that says when it was printed: kubectl --timestamps, or vLLM's MM-DD hh:mm:ss.
 _STAMPED = regex.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d|\b\d\d-\d\d \d\d:\d\d:\d\d\b")
@@ -261,9 +262,32 @@ class Hit:
     # The nearest line at or before it that carries a time (vLLM's stamp or kubectl's
     # --timestamps): tqdm and uvicorn lines have none of their own.
     stamped: LogLine | None = None
-    # The lines around it as read (number, bytes), parsed only when evidence asks.
-    before_raw: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
-    after_raw: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    # The lines around it as read, parsed only when evidence asks: the numbers of the lines
+    # before and after it, their bytes kept once per log (by line number, non-empty lines
+    # only) however many kept matches of however many queries show them.
+    context: dict[int, bytes] = field(default_factory=dict, repr=False)
+    before_span: range = range(0)
+    after_span: range = range(0)
+
+    @property
+    def before_raw(self) -> list[tuple[int, bytes]]:
+        return [(n, self.context[n]) for n in self.before_span if n in self.context]
+
+    @property
+    def after_raw(self) -> list[tuple[int, bytes]]:
+        return [(n, self.context[n]) for n in self.after_span if n in self.context]
+
+    def keep_before(self, lines: list[tuple[int, bytes]]) -> None:
+        for n, raw in lines:
+            self.context.setdefault(n, raw)
+        if lines:
+            self.before_span = range(lines[0][0], self.line.number)
+
+    def keep_after(self, lines: list[tuple[int, bytes]]) -> None:
+        for n, raw in lines:
+            self.context.setdefault(n, raw)
+        if lines:
+            self.after_span = range(self.line.number + 1, lines[-1][0] + 1)
 
     @property
     def before(self) -> list[LogLine]:
@@ -497,6 +521,7 @@ class _MemoryReader(_FileReader):
         return self.pos >= len(self.data)
 
 
+@cache  # the engines of a query set's parts ask again for the same regexes
 def _prefilter_pattern(pattern: str) -> str | None:
     """A regex that matches at least wherever ``pattern`` matches a message, in raw bytes.
 
@@ -582,17 +607,20 @@ class _Engine:
     def kinds(self, queries: QuerySet) -> _Kinds:
         """The queries split by how a block of repeated lines can decide them (made once)."""
         if self._kinds is None:
-            per_line, spanning, exact = set(), set(), QuerySet()
+            per_line, spanning, exact, both = set(), set(), QuerySet(), QuerySet()
             for key in self.keys:
                 query = queries.queries[key]
                 if _names_digits(query.regex.pattern):
                     exact.add(query, queries.keep_last.get(key, 1))
+                    both.add(query, queries.keep_last.get(key, 1))
                 elif query.spans_lines:
                     spanning.add(key)
+                    both.add(query, queries.keep_last.get(key, 1))
                 else:
                     per_line.add(key)
             self._kinds = _Kinds(frozenset(per_line), frozenset(spanning),
-                                 _Engine.get(exact) if exact.queries else None)
+                                 _Engine.get(exact) if exact.queries else None,
+                                 _Engine.get(both) if both.queries else None)
         return self._kinds
 
     @classmethod
@@ -610,6 +638,7 @@ class _Kinds:
     per_line: frozenset[Key]  # decided per distinct line (digits aside)
     spanning: frozenset[Key]  # may span lines: decided per distinct run of three lines
     exact: _Engine | None  # name digits: searched on the block's own lines
+    exact_and_spanning: _Engine | None  # those and the spanning ones, when runs do not repeat
 
 
 # What in a regex stands for digits without naming one: \d, \xNN, \uNNNN, {m,n}.
@@ -621,6 +650,18 @@ def _names_digits(pattern: str) -> bool:
     """Whether a regex may tell one digit from another: a digit in it (a literal, a range, a
     back-reference) or a reference to a group. Conservative: ``[0-9]`` counts as naming."""
     return _NAMES_DIGITS.search(_DIGIT_FREE.sub("", pattern)) is not None
+
+
+SPARSE_MATCHES = 64
+
+
+def _positions(ids: list[int], groups: set[int], counts: Counter[int]) -> Iterator[int]:
+    """Every index of ``ids`` holding one of ``groups`` (``counts``: how many each has)."""
+    for g in groups:
+        at = -1
+        for _ in range(counts[g]):
+            at = ids.index(g, at + 1)
+            yield at
 
 
 def _offsets_of(lines: list[bytes], wanted: list[int]) -> Iterator[tuple[int, int]]:
@@ -765,6 +806,7 @@ class _Scan:
         self.recent: deque[tuple[int, bytes]] = deque(maxlen=MAX_CONTEXT)
         self.last_stamped: LogLine | None = None  # the last stamped line of the blocks before
         self.found: dict[Key, _Found] = {}
+        self.context: dict[int, bytes] = {}  # the kept matches' context lines, shared
 
     def run(self) -> LogIndex:
         try:
@@ -900,7 +942,12 @@ class _Scan:
         for key, matched in self.units_matching(block, [[i] for i in reps],
                                                 kinds.per_line).items():
             groups = {u + 1 for u in matched}
-            self.record(key, block, sum(counts[u] for u in groups),
+            total = sum(counts[u] for u in groups)
+            if total <= SPARSE_MATCHES:  # few lines: found by C-level list searches
+                at = sorted(_positions(ids, groups, counts))
+                self.record(key, block, total, iter(at), reversed(at))
+                continue
+            self.record(key, block, total,
                         compress(range(n), map(groups.__contains__, ids)),
                         compress(range(n - 1, -1, -1), map(groups.__contains__, reversed(ids))))
         exact: list[Key] = []
@@ -925,11 +972,12 @@ class _Scan:
                                          map(found.__contains__, reversed(runs_of))))
             del runs_of, runs
         del ids, counts
-        for key in exact:  # too many distinct runs of lines: searched as they are
-            self.search_all(key, block)
-        if kinds.exact is not None:
-            found_exact = self.prefilter(data, kinds.exact) or []
-            self.search(block, _by_query(found_exact), kinds.exact)
+        # The queries that name digits (and, when runs of lines do not repeat, those that
+        # may span lines): prefiltered and searched on the block's own lines.
+        rest = kinds.exact_and_spanning if exact else kinds.exact
+        if rest is not None:
+            found_rest = self.prefilter(data, rest) or []
+            self.search(block, _by_query(found_rest), rest)
         return True
 
     def units_matching(self, block: _Block, units: list[list[int]],
@@ -1039,7 +1087,7 @@ class _Scan:
                 before, top = block.raw_before(start, MAX_CONTEXT)
                 if top and len(before) < MAX_CONTEXT:  # go on into the block before
                     before = list(self.recent)[len(before) - MAX_CONTEXT:] + before
-                hit.before_raw = before
+                hit.keep_before(before)
                 result.first.append(hit)
                 nxt = block.next_start(start)
                 self.waiting.append((hit, len(block.data) if nxt is None else nxt))
@@ -1055,7 +1103,7 @@ class _Scan:
         parsed = block.line_at(line)
         stamped = parsed if has_stamp(parsed) else block.stamped_before(line) or \
             self.last_stamped
-        return Hit(parsed, groups, span, stamped)
+        return Hit(parsed, groups, span, stamped, self.context)
 
     def check(self, key: Key, block: _Block, starts: list[int]) -> None:
         """The exact regex on each candidate line (and the lines just before it, for a
@@ -1153,8 +1201,8 @@ class _Scan:
         """Lines after each kept hit, up to MAX_CONTEXT, as far as this block reaches."""
         still: list[tuple[Hit, int | None]] = []
         for hit, start in self.waiting:  # start None: from the top of this (a later) block
-            hit.after_raw += block.raw_from(0 if start is None else start,
-                                            MAX_CONTEXT - len(hit.after_raw))
+            have = len(hit.after_raw)
+            hit.keep_after(block.raw_from(0 if start is None else start, MAX_CONTEXT - have))
             if len(hit.after_raw) < MAX_CONTEXT:
                 still.append((hit, None))  # go on from the start of the next block
         self.waiting = still
