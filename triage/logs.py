@@ -307,7 +307,9 @@ def _parse_raw(number: int, raw: bytes) -> LogLine:
 class QueryResult:
     count: int = 0  # lines that matched
     first: list[Hit] = field(default_factory=list)  # the first KEEP_FIRST, with context
-    last: deque[Hit] = field(default_factory=deque)  # the last keep_last
+    # The last keep_last (a list once the scan is done: a deque costs a 64-slot block each,
+    # and a namespace scan holds every pod's results until the report).
+    last: list[Hit] = field(default_factory=list)
     unknown: str | None = None  # why the search could not finish (a regex timeout)
 
 
@@ -807,6 +809,7 @@ class _Scan:
         self.last_stamped: LogLine | None = None  # the last stamped line of the blocks before
         self.found: dict[Key, _Found] = {}
         self.context: dict[int, bytes] = {}  # the kept matches' context lines, shared
+        self.lasts: dict[Key, deque[Hit]] = {}  # each query's last matches, as they come
 
     def run(self) -> LogIndex:
         try:
@@ -814,6 +817,10 @@ class _Scan:
         except OSError as exc:  # the file went away or changed kind since it was listed
             self.index.unreadable = str(exc.strerror or exc)
             return self.index
+        finally:
+            for key, last in self.lasts.items():
+                self.results[key].last = list(last)
+            self.lasts = {}
 
     def _run(self) -> LogIndex:
         first = 1
@@ -1057,8 +1064,8 @@ class _Scan:
     def result_of(self, key: Key) -> QueryResult:
         found = self.results.get(key)
         if found is None:
-            found = self.results[key] = QueryResult(
-                last=deque(maxlen=max(1, self.queries.keep_last[key])))
+            found = self.results[key] = QueryResult()
+            self.lasts[key] = deque(maxlen=max(1, self.queries.keep_last[key]))
         return found
 
     def count(self, key: Key, line: int, groups: Any, span: Any = None) -> None:
@@ -1094,7 +1101,7 @@ class _Scan:
             firsts = {h.line.number: h for h in result.first}
             for line, groups, span in found.last:
                 kept = firsts.get(block.first + line)
-                result.last.append(kept if kept is not None else
+                self.lasts[key].append(kept if kept is not None else
                                    self.hit(block, line, *_groups(groups, span)))
         self.found = {}
 
