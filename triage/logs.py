@@ -666,15 +666,6 @@ def _positions(ids: list[int], groups: set[int], counts: Counter[int]) -> Iterat
             yield at
 
 
-def _offsets_of(lines: list[bytes], wanted: list[int]) -> Iterator[tuple[int, int]]:
-    """(index, offset) of the wanted lines (in order) of a block split into ``lines``."""
-    offset = last = 0
-    for i in wanted:
-        offset += sum(map(len, lines[last:i])) + i - last
-        last = i
-        yield i, offset
-
-
 def _dirty(data: bytes) -> bool:
     """Control bytes or ANSI escapes in a block: it is cleaned before it is searched."""
     return len(data.translate(None, _CONTROL_BYTES)) != len(data) or b"#033[" in data
@@ -938,16 +929,18 @@ class _Scan:
         distinct = sorted(first_at, key=first_at.__getitem__)  # in the order of first lines
         reps = [first_at[u] for u in distinct]
         # A control byte or an escape is in a group's every line, so in its first one.
-        if _dirty(b"\n".join(data[o:o + len(norm[i]) + 1] for i, o in _offsets_of(norm, reps))):
+        firsts = b"\n".join(map(norm.__getitem__, reps))
+        if _dirty(firsts) or b"#000[" in firsts:
             return False
+        del firsts
         block.set_starts([0, *accumulate(map((1).__add__, map(len, norm[:-1])))])
         kinds = self.engine.kinds(self.queries)
         number = {u: k for k, u in enumerate(distinct, 1)}  # 0: past the block's end
         ids = list(map(number.__getitem__, norm))
-        del norm, first_at
+        del first_at
         counts = Counter(ids)
         for key, matched in self.units_matching(block, [[i] for i in reps],
-                                                kinds.per_line).items():
+                                                kinds.per_line, norm).items():
             groups = {u + 1 for u in matched}
             total = sum(counts[u] for u in groups)
             if total <= SPARSE_MATCHES:  # few lines: found by C-level list searches
@@ -971,14 +964,14 @@ class _Scan:
                 units = [[i + j for j in range(3) if i + j < n]
                          for i in (run_at[r] for r in distinct_runs)]
                 for key, matched in self.units_matching(block, units,
-                                                         kinds.spanning).items():
+                                                         kinds.spanning, norm).items():
                     found = {distinct_runs[u] for u in matched}
                     self.record(key, block, sum(runs[r] for r in found),
                                 compress(range(n), map(found.__contains__, runs_of)),
                                 compress(range(n - 1, -1, -1),
                                          map(found.__contains__, reversed(runs_of))))
             del runs_of, runs
-        del ids, counts
+        del ids, counts, norm
         # The queries that name digits (and, when runs of lines do not repeat, those that
         # may span lines): prefiltered and searched on the block's own lines.
         rest = kinds.exact_and_spanning if exact else kinds.exact
@@ -987,19 +980,19 @@ class _Scan:
             self.search(block, _by_query(found_rest), rest)
         return True
 
-    def units_matching(self, block: _Block, units: list[list[int]],
-                       keys: frozenset[Key]) -> dict[Key, list[int]]:
+    def units_matching(self, block: _Block, units: list[list[int]], keys: frozenset[Key],
+                       norm: list[bytes]) -> dict[Key, list[int]]:
         """Which units (runs of block lines, by index) each query matches, starting on the
         unit's first line: the prefilter over the units' text, the exact regex on its
-        candidates."""
-        data = block.data
-        starts = block.starts
-
-        def raw(i: int) -> bytes:
-            return data[starts[i]:block.line_end(starts[i])]
-        text = b"\n".join(b"\n".join(raw(i) for i in unit) for unit in units) + b"\n"
-        ends = list(accumulate(sum(block.line_end(starts[i]) - starts[i] + 1 for i in unit)
-                               for unit in units))
+        candidates. Read in ``norm``, the lines with their digits as 0: the queries asked
+        here cannot tell digits apart, and neither can their prefilters."""
+        if all(len(unit) == 1 for unit in units):
+            firsts = [unit[0] for unit in units]
+            text = b"\n".join(map(norm.__getitem__, firsts)) + b"\n"
+            ends = list(accumulate(map((1).__add__, map(len, map(norm.__getitem__, firsts)))))
+        else:
+            text = b"\n".join(b"\n".join(map(norm.__getitem__, unit)) for unit in units) + b"\n"
+            ends = list(accumulate(sum(len(norm[i]) + 1 for i in unit) for unit in units))
         found = self.prefilter(text) if self.engine.db is not None else None
         del text
         candidates: dict[int, set[int]] = {}
@@ -1015,7 +1008,7 @@ class _Scan:
             todo = everything if self.engine.db is None or key in self.engine.slow else \
                 sorted(candidates.get(qi, ()))
             for u in todo:
-                lines = [block.line_at(i, starts[i]) for i in units[u]]
+                lines = [_parse_raw(block.first + i, norm[i]) for i in units[u]]
                 if not query.counts(lines[0]):
                     continue
                 message = lines[0].message
