@@ -188,6 +188,7 @@ def bench_dense(mib: int, tmp: Path) -> list[dict[str, Any]]:
         grep = measure(["grep", "-E", "-c", "-f", str(patterns), str(log)], {"LC_ALL": "C"})
         tool = measure(cli("analyze", str(root), "-o", "json"), env)
         rows.append({"what": f"analyze DIR, {shape}, {size:.0f} MiB", "tool_s": tool.wall_s,
+                     "tool_cpu_s": tool.cpu_s, "baseline_cpu_s": grep.cpu_s,
                      "tool_rss_mb": tool.peak_rss_mb, "tool_exit": tool.exit_code,
                      "tool_mib_s": round(size / tool.wall_s, 1),
                      "baseline": "LC_ALL=C grep -E -c -f", "baseline_s": grep.wall_s,

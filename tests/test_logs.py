@@ -143,9 +143,6 @@ def test_keep_last_keeps_the_last_matches_in_order() -> None:
     assert [h.line.number for h in result.first] == [1, 2, 3]
 
 
-@pytest.mark.xfail(reason="issue 16 open: the per-byte engine's dense-block pass (the block's "
-                   "messages as one str with their offsets) peaks near 36 MiB, 4.5 blocks, "
-                   "still flat in the log's size; the 4-block bound is the target", strict=False)
 def test_memory_stays_bounded_whatever_the_log_size(tmp_path: Path) -> None:
     """A 48 MiB log is scanned in blocks: peak Python allocation stays near one block."""
     path = tmp_path / "big.log"

@@ -29,11 +29,12 @@ import os
 import re
 import stat
 from bisect import bisect_right
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import cached_property
-from itertools import accumulate
+from functools import cache, cached_property
+from itertools import accumulate, compress, islice, repeat
+from operator import add, mul
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -81,11 +82,13 @@ _PREFIX_PARTS = r"""
     )?"""
 _PREFIX = regex.compile(r"^" + _PREFIX_PARTS + r"(?P<msg>.*)$", regex.VERBOSE | regex.DOTALL)
 # What in a pattern can match a newline: then a match may span a hard-wrapped message.
-_SPANS = regex.compile(r"\\[snWDSHV]|\[\^")
+# (\S cannot: a newline is white space.)
+_SPANS = regex.compile(r"\\[snWDHV]|\[\^")
 
 # A line that says when it was printed: kubectl --timestamps, or vLLM's MM-DD hh:mm:ss.
 _STAMPED = regex.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d|\b\d\d-\d\d \d\d:\d\d:\d\d\b")
-_STAMPED_B = re.compile(rb"\d\d-\d\d[T ]\d\d:\d\d:\d\d")  # a cheap test before parsing
+# Its tail, led by a literal the regex engine skips to (the two digits before are checked).
+_STAMP_TAIL = re.compile(rb"-\d\d[T ]\d\d:\d\d:\d\d")
 
 
 def has_stamp(line: LogLine) -> bool:
@@ -272,9 +275,32 @@ class Hit:
     # The nearest line at or before it that carries a time (vLLM's stamp or kubectl's
     # --timestamps): tqdm and uvicorn lines have none of their own.
     stamped: LogLine | None = None
-    # The lines around it as read (number, bytes), parsed only when evidence asks.
-    before_raw: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
-    after_raw: list[tuple[int, bytes]] = field(default_factory=list, repr=False)
+    # The lines around it as read, parsed only when evidence asks: the numbers of the lines
+    # before and after it, their bytes kept once per log (by line number, non-empty lines
+    # only) however many kept matches of however many queries show them.
+    context: dict[int, bytes] = field(default_factory=dict, repr=False)
+    before_span: range = range(0)
+    after_span: range = range(0)
+
+    @property
+    def before_raw(self) -> list[tuple[int, bytes]]:
+        return [(n, self.context[n]) for n in self.before_span if n in self.context]
+
+    @property
+    def after_raw(self) -> list[tuple[int, bytes]]:
+        return [(n, self.context[n]) for n in self.after_span if n in self.context]
+
+    def keep_before(self, lines: list[tuple[int, bytes]]) -> None:
+        for n, raw in lines:
+            self.context.setdefault(n, raw)
+        if lines:
+            self.before_span = range(lines[0][0], self.line.number)
+
+    def keep_after(self, lines: list[tuple[int, bytes]]) -> None:
+        for n, raw in lines:
+            self.context.setdefault(n, raw)
+        if lines:
+            self.after_span = range(self.line.number + 1, lines[-1][0] + 1)
 
     @property
     def before(self) -> list[LogLine]:
@@ -294,7 +320,9 @@ def _parse_raw(number: int, raw: bytes) -> LogLine:
 class QueryResult:
     count: int = 0  # lines that matched
     first: list[Hit] = field(default_factory=list)  # the first KEEP_FIRST, with context
-    last: deque[Hit] = field(default_factory=deque)  # the last keep_last
+    # The last keep_last (a list once the scan is done: a deque costs a 64-slot block each,
+    # and a namespace scan holds every pod's results until the report).
+    last: list[Hit] = field(default_factory=list)
     unknown: str | None = None  # why the search could not finish (a regex timeout)
 
 
@@ -365,7 +393,9 @@ def _line_blocks(source: LogSource) -> Iterator[bytes]:
     reader = _FileReader(source.path) if source.data is None else _MemoryReader(source.data)
     with reader:
         while data := reader.read(BLOCK_BYTES):
-            last = data.rfind(b"\n")
+            # A bare carriage return ends a line too (a log of tqdm redraws may hold no
+            # newline at all); one at the very end may be the half of a \r\n.
+            last = max(data.rfind(b"\n"), data.rfind(b"\r", 0, len(data) - 1))
             if last >= 0:
                 if last < len(data) - 1:
                     if reader.at_end():  # the final line has no newline
@@ -379,14 +409,15 @@ def _line_blocks(source: LogSource) -> Iterator[bytes]:
             head, tail, total = data[:MAX_LINE_BYTES + 1], data[-half:], len(data)
             del data
             while chunk := reader.read(BLOCK_BYTES):
-                end = chunk.find(b"\n")
+                found = _LINE_END.search(chunk)
+                end = found.start() if found else -1
                 part = chunk if end < 0 else chunk[:end]
                 if len(head) <= MAX_LINE_BYTES:
                     head += part[:MAX_LINE_BYTES + 1 - len(head)]
                 tail = (tail + part)[-half:]
                 total += len(part)
                 if end >= 0:
-                    reader.back(len(chunk) - end - 1)
+                    reader.back(len(chunk) - end - 1 - (chunk[end:end + 2] == b"\r\n"))
                     break
             if total <= MAX_LINE_BYTES:  # longer than a block, not than a line
                 yield head + b"\n"
@@ -412,6 +443,8 @@ def _bounded_lines(data: bytes) -> bytes:
     """
     if b"\r" in data:
         data = _BARE_CR.sub(b"\n", data)
+    if b"\\n" in data and b'{"' in data:  # JSON lines whose strings hold line breaks
+        data = _JSON_RECORD.sub(_json_breaks, data)
     half = MAX_LINE_BYTES // 2
     # A line longer than MAX_LINE_BYTES holds a whole aligned window of `half` bytes with no
     # newline: a thousand finds per block rule that out, with no pass per line.
@@ -433,6 +466,21 @@ def _bounded_lines(data: bytes) -> bytes:
 
 
 _BARE_CR = re.compile(rb"\r+(?!\n)")
+# A JSON-lines record (a logger writing one object per line, after kubectl's time when
+# read with --timestamps) with an escaped line break in it: a traceback in its message.
+_JSON_RECORD = re.compile(
+    rb"^(?:\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:\d\d) )?\{\"[^\n]*\\n[^\n]*$", re.MULTILINE)
+
+
+def _json_breaks(m: re.Match[bytes]) -> bytes:
+    """A JSON record's escaped line breaks as line ends (and its escaped quotes as quotes):
+    patterns see the message's lines as the lines they are, and a record longer than a line
+    is cut per message line, never losing the crash at its end."""
+    return m.group(0).replace(b"\\r\\n", b"\n").replace(b"\\n", b"\n").replace(
+        b'\\"', b'"').replace(b"\\t", b"\t")
+
+
+_LINE_END = re.compile(rb"[\r\n]")
 
 
 class _FileReader:
@@ -488,6 +536,7 @@ class _MemoryReader(_FileReader):
         return self.pos >= len(self.data)
 
 
+@cache  # the engines of a query set's parts ask again for the same regexes
 def _prefilter_pattern(pattern: str) -> str | None:
     """A regex that matches at least wherever ``pattern`` matches a message, in raw bytes.
 
@@ -560,12 +609,32 @@ class _Engine:
                  queries: QuerySet) -> None:
         self.keys = keys
         self.db: Any = None
+        self._kinds: _Kinds | None = None
         self.dirty_id = len(keys)
         if hyperscan is None or os.environ.get("VLLM_TRIAGE_NO_HYPERSCAN"):
             self.slow = set(keys)
             return
         self.db, slow = _load_or_compile(_prefilters(keys, queries))
         self.slow = {keys[i] for i in slow}
+
+    def kinds(self, queries: QuerySet) -> _Kinds:
+        """The queries split by how a block of repeated lines can decide them (made once)."""
+        if self._kinds is None:
+            per_line, spanning, exact, both = set(), set(), QuerySet(), QuerySet()
+            for key in self.keys:
+                query = queries.queries[key]
+                if _names_digits(query.regex.pattern):
+                    exact.add(query, queries.keep_last.get(key, 1))
+                    both.add(query, queries.keep_last.get(key, 1))
+                elif query.spans_lines:
+                    spanning.add(key)
+                    both.add(query, queries.keep_last.get(key, 1))
+                else:
+                    per_line.add(key)
+            self._kinds = _Kinds(frozenset(per_line), frozenset(spanning),
+                                 _Engine.get(exact) if exact.queries else None,
+                                 _Engine.get(both) if both.queries else None)
+        return self._kinds
 
     @classmethod
     def get(cls, queries: QuerySet) -> _Engine:
@@ -581,7 +650,7 @@ def _prefilters(keys: list[Key], queries: QuerySet) -> list[tuple[str | None, in
     """Each query's prefilter and Hyperscan flags. Deriving them parses every regex
     (a large part of a small analyze's start-up), so they are cached beside the
     databases, keyed by the queries and by the code that derives them."""
-    code = [_code_ident(f.__code__)
+    code = [_code_ident(getattr(f, "__wrapped__", f).__code__)  # a @cache'd one's own
             for f in (_prefilter_pattern, _min_width, _level_prefilter, _flags)]
     named = [(pattern, flags, None if levels is None else sorted(levels))
              for pattern, flags, levels in keys]  # a frozenset's order varies by run
@@ -608,6 +677,51 @@ def _code_ident(code: Any) -> tuple[Any, ...]:
     """A function's bytecode and constants, nested code included (no addresses)."""
     return (code.co_code, code.co_names, tuple(
         _code_ident(c) if hasattr(c, "co_code") else c for c in code.co_consts))
+
+
+@dataclass(frozen=True)
+class _Kinds:
+    per_line: frozenset[Key]  # decided per distinct line (digits aside)
+    spanning: frozenset[Key]  # may span lines: decided per distinct run of three lines
+    exact: _Engine | None  # name digits: searched on the block's own lines
+    exact_and_spanning: _Engine | None  # those and the spanning ones, when runs do not repeat
+
+
+# What in a regex stands for digits without naming one: \d, \xNN, \uNNNN, {m,n}.
+_DIGIT_FREE = regex.compile(r"\\[dD]|\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\{\d*(?:,\d*)?\}")
+_NAMES_DIGITS = regex.compile(r"[0-9]|\\g<|\(\?P=|\(\?[0-9R&+-]")
+
+
+def _names_digits(pattern: str) -> bool:
+    """Whether a regex may tell one digit from another: a digit in it (a literal, a range, a
+    back-reference) or a reference to a group. Conservative: ``[0-9]`` counts as naming."""
+    return _NAMES_DIGITS.search(_DIGIT_FREE.sub("", pattern)) is not None
+
+
+SPARSE_MATCHES = 64
+
+
+def _positions(ids: list[int], groups: set[int], counts: Counter[int]) -> Iterator[int]:
+    """Every index of ``ids`` holding one of ``groups`` (``counts``: how many each has)."""
+    for g in groups:
+        at = -1
+        for _ in range(counts[g]):
+            at = ids.index(g, at + 1)
+            yield at
+
+
+def _dirty(data: bytes) -> bool:
+    """Control bytes or ANSI escapes in a block: it is cleaned before it is searched."""
+    return len(data.translate(None, _CONTROL_BYTES)) != len(data) or b"#033[" in data
+
+
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+# A block is searched as repeated lines when it has at least this many lines, of no more
+# than 1/REPEAT_RATIO distinct (digits aside), averaging at least REPEAT_MIN_LINE_BYTES
+# (the grouping holds a list of the block's lines: bounded by a block's size then).
+REPEAT_MIN_LINES = 1024
+REPEAT_RATIO = 4
+REPEAT_MIN_LINE_BYTES = 40
 
 
 def _flags(rx: Any) -> int:
@@ -729,6 +843,8 @@ class _Scan:
         self.recent: deque[tuple[int, bytes]] = deque(maxlen=MAX_CONTEXT)
         self.last_stamped: LogLine | None = None  # the last stamped line of the blocks before
         self.found: dict[Key, _Found] = {}
+        self.context: dict[int, bytes] = {}  # the kept matches' context lines, shared
+        self.lasts: dict[Key, deque[Hit]] = {}  # each query's last matches, as they come
 
     def run(self) -> LogIndex:
         try:
@@ -736,21 +852,31 @@ class _Scan:
         except OSError as exc:  # the file went away or changed kind since it was listed
             self.index.unreadable = str(exc.strerror or exc)
             return self.index
+        finally:
+            for key, last in self.lasts.items():
+                self.results[key].last = list(last)
+            self.lasts = {}
 
     def _run(self) -> LogIndex:
         first = 1
         head_open = True
         for data in _line_blocks(self.index.source):
             data = _bounded_lines(data)
-            found = self.prefilter(data)
-            if found is None:  # control bytes or ANSI escapes: clean, then search again
-                data = _clean_bytes(data)
-                found = self.prefilter(data) or []
             block = _Block(data, first)
             self.found = {}
-            candidates = _by_query(found)
-            del found  # one entry per candidate line: gone before the exact pass
-            self.search(block, candidates)
+            if not self.search_repeated(block):
+                found = self.prefilter(data)
+                if found is None:  # control bytes or ANSI escapes: clean, then search again
+                    data = _clean_bytes(data)
+                    found = self.prefilter(data) or []
+                    block = _Block(data, first)
+                    if self.search_repeated(block):
+                        found = None
+                if found is not None:
+                    candidates = _by_query(found)
+                    del found  # one entry per candidate line: gone before the exact pass
+                    self.search(block, candidates)
+                    del candidates
             self.settle(block)
             self.fill_after(block)
             if head_open:  # the log's first whole lines, contiguous, at most HEAD_BYTES
@@ -769,19 +895,21 @@ class _Scan:
             first += block.count
             # Before the next block is read: a kept match object holds its whole block's text.
             self.found = {}
-            del block, data, candidates
+            del block, data
         self.index.lines = first - 1
         self.index.tail = list(self.tail)
         return self.index
 
-    def prefilter(self, data: bytes) -> list[tuple[int, int]] | None:
+    def prefilter(self, data: bytes, engine: _Engine | None = None
+                  ) -> list[tuple[int, int]] | None:
         """(query index, match end) of every prefilter match; None if the block is dirty."""
-        if self.engine.db is None:
-            if len(data.translate(None, _CONTROL_BYTES)) != len(data) or b"#033[" in data:
+        engine = engine or self.engine
+        if engine.db is None:
+            if _dirty(data):
                 return None
             return []
         found: list[tuple[int, int]] = []
-        dirty = self.engine.dirty_id
+        dirty = engine.dirty_id
 
         def on_match(qid: int, start: int, end: int, flags: int, ctx: Any) -> bool | None:
             if qid == dirty:
@@ -789,17 +917,19 @@ class _Scan:
             found.append((qid, end))
             return None
         try:
-            self.engine.db.scan(data, match_event_handler=on_match)
+            engine.db.scan(data, match_event_handler=on_match)
         except hyperscan.ScanTerminated:
             return None
         return found
 
-    def search(self, block: _Block, candidates: dict[int, list[int]]) -> None:
-        for qi, key in enumerate(self.engine.keys):
+    def search(self, block: _Block, candidates: dict[int, list[int]],
+               engine: _Engine | None = None) -> None:
+        engine = engine or self.engine
+        for qi, key in enumerate(engine.keys):
             if key in self.results and self.results[key].unknown:
                 continue
             query = self.queries.queries[key]
-            if key in self.engine.slow:
+            if key in engine.slow:
                 self.search_all(key, block)
                 continue
             ends = candidates.get(qi)
@@ -817,11 +947,162 @@ class _Scan:
             else:
                 self.search_lines(key, block, starts)
 
+    def search_repeated(self, block: _Block) -> bool:
+        """A block whose lines repeat (a server failing every request prints the same few
+        lines, digits aside): each query is decided once per distinct line instead of once
+        per line, and its matching lines are counted and found with C-level passes.
+
+        Lines are grouped by their bytes with every digit read as ``0`` (same length, same
+        prefix, same level): a query whose regex cannot tell one digit from another (no
+        digit in it, no back-reference) matches every line of a group or none, so its
+        verdict on the group's first line is its verdict on all. A query that may span
+        lines is decided per distinct run of three lines (a match starts on the first, as
+        ``check`` reads it). The other queries, which name digits, are searched on the
+        block's own lines. Per-match work (the exact groups, the line, its time, its
+        context) is done only for the matches kept. False when the lines do not repeat
+        enough for this to pay, or the block is dirty (it is cleaned first)."""
+        data = block.data
+        if block.count < REPEAT_MIN_LINES or block.count > len(data) // REPEAT_MIN_LINE_BYTES:
+            return False
+        norm = data.translate(_DIGITS_AS_ZERO).split(b"\n")
+        norm.pop()  # the block ends with a newline
+        n = len(norm)
+        first_at = dict(zip(reversed(norm), range(n - 1, -1, -1), strict=True))
+        if len(first_at) * REPEAT_RATIO > n:
+            return False
+        distinct = sorted(first_at, key=first_at.__getitem__)  # in the order of first lines
+        reps = [first_at[u] for u in distinct]
+        # A control byte or an escape is in a group's every line, so in its first one.
+        firsts = b"\n".join(map(norm.__getitem__, reps))
+        if _dirty(firsts) or b"#000[" in firsts:
+            return False
+        del firsts
+        block.set_starts([0, *accumulate(map((1).__add__, map(len, norm[:-1])))])
+        kinds = self.engine.kinds(self.queries)
+        number = {u: k for k, u in enumerate(distinct, 1)}  # 0: past the block's end
+        ids = list(map(number.__getitem__, norm))
+        del first_at
+        counts = Counter(ids)
+        for key, matched in self.units_matching(block, [[i] for i in reps],
+                                                kinds.per_line, norm).items():
+            groups = {u + 1 for u in matched}
+            total = sum(counts[u] for u in groups)
+            if total <= SPARSE_MATCHES:  # few lines: found by C-level list searches
+                at = sorted(_positions(ids, groups, counts))
+                self.record(key, block, total, iter(at), reversed(at))
+                continue
+            self.record(key, block, total,
+                        compress(range(n), map(groups.__contains__, ids)),
+                        compress(range(n - 1, -1, -1), map(groups.__contains__, reversed(ids))))
+        exact: list[Key] = []
+        if kinds.spanning:  # runs of three lines, each as one number
+            d = len(distinct) + 1
+            runs_of = list(map(add, map(mul, ids, repeat(d * d)),
+                               map(add, map(mul, [*ids[1:], 0], repeat(d)), [*ids[2:], 0, 0])))
+            runs = Counter(runs_of)
+            if len(runs) * REPEAT_RATIO > n:
+                exact = list(kinds.spanning)
+            else:
+                run_at = dict(zip(reversed(runs_of), range(n - 1, -1, -1), strict=True))
+                distinct_runs = list(runs)
+                units = [[i + j for j in range(3) if i + j < n]
+                         for i in (run_at[r] for r in distinct_runs)]
+                for key, matched in self.units_matching(block, units,
+                                                         kinds.spanning, norm).items():
+                    found = {distinct_runs[u] for u in matched}
+                    self.record(key, block, sum(runs[r] for r in found),
+                                compress(range(n), map(found.__contains__, runs_of)),
+                                compress(range(n - 1, -1, -1),
+                                         map(found.__contains__, reversed(runs_of))))
+            del runs_of, runs
+        del ids, counts, norm
+        # The queries that name digits (and, when runs of lines do not repeat, those that
+        # may span lines): prefiltered and searched on the block's own lines.
+        rest = kinds.exact_and_spanning if exact else kinds.exact
+        if rest is not None:
+            found_rest = self.prefilter(data, rest) or []
+            self.search(block, _by_query(found_rest), rest)
+        return True
+
+    def units_matching(self, block: _Block, units: list[list[int]], keys: frozenset[Key],
+                       norm: list[bytes]) -> dict[Key, list[int]]:
+        """Which units (runs of block lines, by index) each query matches, starting on the
+        unit's first line: the prefilter over the units' text, the exact regex on its
+        candidates. Read in ``norm``, the lines with their digits as 0: the queries asked
+        here cannot tell digits apart, and neither can their prefilters."""
+        if all(len(unit) == 1 for unit in units):
+            firsts = [unit[0] for unit in units]
+            text = b"\n".join(map(norm.__getitem__, firsts)) + b"\n"
+            ends = list(accumulate(map((1).__add__, map(len, map(norm.__getitem__, firsts)))))
+        else:
+            text = b"\n".join(b"\n".join(map(norm.__getitem__, unit)) for unit in units) + b"\n"
+            ends = list(accumulate(sum(len(norm[i]) + 1 for i in unit) for unit in units))
+        found = self.prefilter(text) if self.engine.db is not None else None
+        del text
+        candidates: dict[int, set[int]] = {}
+        for qid, end in found or ():
+            candidates.setdefault(qid, set()).add(bisect_right(ends, max(end - 1, 0)))
+        del found
+        everything = range(len(units))
+        out: dict[Key, list[int]] = {}
+        for qi, key in enumerate(self.engine.keys):
+            if key not in keys or (key in self.results and self.results[key].unknown):
+                continue
+            query = self.queries.queries[key]
+            todo = everything if self.engine.db is None or key in self.engine.slow else \
+                sorted(candidates.get(qi, ()))
+            for u in todo:
+                lines = [_parse_raw(block.first + i, norm[i]) for i in units[u]]
+                if not query.counts(lines[0]):
+                    continue
+                message = lines[0].message
+                text_u = message if len(lines) == 1 else "\n".join(ln.message for ln in lines)
+                try:
+                    m = query.regex.search(text_u, timeout=LINE_TIMEOUT_S)
+                except TimeoutError:
+                    self.result_of(key).unknown = (f"regex {query.regex.pattern[:60]!r} timed "
+                                                   f"out on line {lines[0].number}")
+                    break
+                if m is not None and m.start() <= len(message):
+                    out.setdefault(key, []).append(u)
+        return out
+
+    def record(self, key: Key, block: _Block, total: int, forward: Iterator[int],
+               backward: Iterator[int]) -> None:
+        """``total`` matching lines of the block, of which the first few and the last few
+        (from the two iterators over their indexes) are kept with their exact groups."""
+        keep = max(1, self.queries.keep_last[key])
+        kept = sorted({*islice(forward, KEEP_FIRST), *islice(backward, keep)})
+        exact = [self.exact_at(key, block, i) for i in kept]
+        if any(e is None for e in exact) or len(kept) > total:
+            self.search_all(key, block)  # cannot happen for a digit-blind regex; exact anyway
+            return
+        for i, e in zip(kept, exact, strict=True):
+            assert e is not None
+            self.count(key, i, *e)
+        self.result_of(key).count += total - len(kept)
+
+    def exact_at(self, key: Key, block: _Block, index: int
+                 ) -> tuple[tuple[str | None, ...], tuple[int, int]] | None:
+        """The query's match starting on line ``index`` (and the two after it, for a query
+        that may span lines): its groups and span in the message, as ``check`` takes them."""
+        query = self.queries.queries[key]
+        upto = min(block.count, index + (3 if query.spans_lines else 1))
+        lines = [block.line_at(i) for i in range(index, upto)]
+        try:
+            m = query.regex.search("\n".join(ln.message for ln in lines),
+                                   timeout=LINE_TIMEOUT_S)
+        except TimeoutError:
+            return None
+        if m is None or m.start() > len(lines[0].message):
+            return None
+        return (m.group(0), *m.groups()), m.span()
+
     def result_of(self, key: Key) -> QueryResult:
         found = self.results.get(key)
         if found is None:
-            found = self.results[key] = QueryResult(
-                last=deque(maxlen=max(1, self.queries.keep_last[key])))
+            found = self.results[key] = QueryResult()
+            self.lasts[key] = deque(maxlen=max(1, self.queries.keep_last[key]))
         return found
 
     def count(self, key: Key, line: int, groups: Any, span: Any = None) -> None:
@@ -850,14 +1131,14 @@ class _Scan:
                 before, top = block.raw_before(start, MAX_CONTEXT)
                 if top and len(before) < MAX_CONTEXT:  # go on into the block before
                     before = list(self.recent)[len(before) - MAX_CONTEXT:] + before
-                hit.before_raw = before
+                hit.keep_before(before)
                 result.first.append(hit)
                 nxt = block.next_start(start)
                 self.waiting.append((hit, len(block.data) if nxt is None else nxt))
             firsts = {h.line.number: h for h in result.first}
             for line, groups, span in found.last:
                 kept = firsts.get(block.first + line)
-                result.last.append(kept if kept is not None else
+                self.lasts[key].append(kept if kept is not None else
                                    self.hit(block, line, *_groups(groups, span)))
         self.found = {}
 
@@ -866,7 +1147,7 @@ class _Scan:
         parsed = block.line_at(line)
         stamped = parsed if has_stamp(parsed) else block.stamped_before(line) or \
             self.last_stamped
-        return Hit(parsed, groups, span, stamped)
+        return Hit(parsed, groups, span, stamped, self.context)
 
     def check(self, key: Key, block: _Block, starts: list[int]) -> None:
         """The exact regex on each candidate line (and the lines just before it, for a
@@ -964,8 +1245,8 @@ class _Scan:
         """Lines after each kept hit, up to MAX_CONTEXT, as far as this block reaches."""
         still: list[tuple[Hit, int | None]] = []
         for hit, start in self.waiting:  # start None: from the top of this (a later) block
-            hit.after_raw += block.raw_from(0 if start is None else start,
-                                            MAX_CONTEXT - len(hit.after_raw))
+            have = len(hit.after_raw)
+            hit.keep_after(block.raw_from(0 if start is None else start, MAX_CONTEXT - have))
             if len(hit.after_raw) < MAX_CONTEXT:
                 still.append((hit, None))  # go on from the start of the next block
         self.waiting = still
@@ -1003,6 +1284,9 @@ class _Block:
         self._levels: list[str] | None = None
         self._stamps: list[int] | None = None  # offsets of time-like texts
         self._marks: list[tuple[int, int]] = [(0, 0)]  # known (offset, line index)
+
+    def set_starts(self, starts: list[int]) -> None:
+        self._starts = starts
 
     @property
     def starts(self) -> list[int]:
@@ -1072,23 +1356,28 @@ class _Block:
         return self._stamped_in(len(self.data))
 
     def _stamped_in(self, end: int) -> LogLine | None:
-        for size in (4096, 65536):
-            lo = max(0, end - size)
-            for m in reversed(list(_STAMPED_B.finditer(self.data, lo, end))):
-                line = self._stamped_at(m.start())
-                if line is not None:
-                    return line
-            if lo == 0:
-                return None
-        if self._stamps is None:
-            self._stamps = [m.start() for m in _STAMPED_B.finditer(self.data)]
-        i = bisect_right(self._stamps, end - 1)
+        lo = max(0, end - 4096)
+        for m in reversed(list(_STAMP_TAIL.finditer(self.data, lo, end))):
+            line = self._stamp_candidate(m.start())
+            if line is not None:
+                return line
+        if lo == 0:
+            return None
+        if self._stamps is None:  # the block's time-like texts, found once (a literal leads)
+            self._stamps = [m.start() for m in _STAMP_TAIL.finditer(self.data)]
+        i = bisect_right(self._stamps, lo - 1)
         while i > 0:
             i -= 1
-            line = self._stamped_at(self._stamps[i])
+            line = self._stamp_candidate(self._stamps[i])
             if line is not None:
                 return line
         return None
+
+    def _stamp_candidate(self, dash: int) -> LogLine | None:
+        """The line whose ``MM-DD hh:mm:ss`` has its dash at ``dash``, if it is its time."""
+        if dash < 2 or not self.data[dash - 2:dash].isdigit():
+            return None
+        return self._stamped_at(dash - 2)
 
     def _stamped_at(self, offset: int) -> LogLine | None:
         """The line holding a time-like text at ``offset``, if it is the line's time."""
