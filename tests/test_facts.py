@@ -116,7 +116,7 @@ STATS_V1 = "\n".join([
     "(APIServer pid=1) INFO 11-28 03:10:59 [loggers.py:123] Engine 000: Avg prompt throughput: "
     "5102.9 tokens/s, Avg generation throughput: 1188.3 tokens/s, Running: 118 reqs, Waiting: "
     "23 reqs, GPU KV cache usage: 99.8%, Prefix cache hit rate: 40.6%"])
-STATS_V0 = ("INFO 11-28 02:14:02 metrics.py:467] Avg prompt throughput: 612.4 tokens/s, Avg "
+STATS_V0 = ("INFO 11-28 02:58:02 metrics.py:467] Avg prompt throughput: 612.4 tokens/s, Avg "
             "generation throughput: 205.7 tokens/s, Running: 64 reqs, Swapped: 0 reqs, Pending: "
             "17 reqs, GPU KV cache usage: 98.2%, CPU KV cache usage: 0.0%.")
 

@@ -268,6 +268,21 @@ def test_no_placeholder_in_any_command_or_text() -> None:
                                                                           told))
 
 
+def test_every_finding_on_every_fixture_has_a_fix_with_text() -> None:
+    """The pinned contract: each finding's "fix" is {text, values, patch}, never null, also
+    for a pattern with no computed template (cache-dir-not-writable, nccl-failure, ...):
+    its remediation with the pod's real names is the text, and every card shows it."""
+    for name in fixture_names():
+        doc = report_of(str(FIXTURES / name)).to_document()
+        for pod in doc["pods"]:
+            for f in pod["findings"]:
+                assert isinstance(f["fix"], dict) and f["fix"]["text"].strip(), \
+                    (name, pod["name"], f["id"])
+                assert set(f["fix"]) >= {"text", "values", "patch"}, (name, f["id"])
+        for card in doc["cards"]:
+            assert card["fix"] and card["fix"]["text"].strip(), (name, card["finding"])
+
+
 def test_no_remediation_or_fix_keeps_a_canned_example_number() -> None:
     """What to do never says "for example --max-model-len=16384", "e.g. failureThreshold:
     60" or "32Gi for an 8B model": the number comes from the pod's facts, or the text says

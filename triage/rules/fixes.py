@@ -66,12 +66,13 @@ def _workload(ctx: ContainerContext) -> tuple[str, str]:
 
 
 def compute(pattern: Pattern, ctx: ContainerContext, holds: Any) -> Fix | None:
-    """The fix for ``pattern``'s finding on this container; None when the pattern has none.
+    """The fix for ``pattern``'s finding on this container: computed by the pattern's
+    ``fix`` cases, else its remediation with the pod's real names (every finding has one).
 
     ``holds(condition)`` evaluates a case's ``when`` on this container."""
-    if not pattern.fix:
-        return None
     scope = _Scope(ctx)
+    if not pattern.fix:
+        return Fix(text=general_advice(pattern, scope))
     needed: list[str] = []
     errors: list[str] = []
     for case in pattern.fix:
