@@ -40,6 +40,7 @@ from typing import Any, ClassVar
 
 import regex
 
+from triage import lazyregex
 from triage.lazyregex import LazyRegex
 
 hyperscan: Any
@@ -64,8 +65,8 @@ TAIL_LINES = 32  # the last lines of every log, for tail windows and root causes
 HEAD_LINES = 200  # the first lines, for when a start began
 HEAD_BYTES = 64 * 1024  # kept of the first block to find them
 
-_ANSI = regex.compile(r"\x1b\[[0-9;?]*[A-Za-z]|#033\[[0-9;]*m")
-_CONTROL = regex.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_ANSI = lazyregex.compile(r"\x1b\[[0-9;?]*[A-Za-z]|#033\[[0-9;]*m")
+_CONTROL = lazyregex.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _CONTROL_BYTES = bytes([*range(0, 9), 11, 12, *range(14, 32), 127])
 _PREFIX_PARTS = r"""
     (?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)[ \t])?   # kubectl --timestamps
@@ -80,13 +81,13 @@ _PREFIX_PARTS = r"""
       |
         (?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):[ \t]+                 # uvicorn
     )?"""
-_PREFIX = regex.compile(r"^" + _PREFIX_PARTS + r"(?P<msg>.*)$", regex.VERBOSE | regex.DOTALL)
+_PREFIX = lazyregex.compile(r"^" + _PREFIX_PARTS + r"(?P<msg>.*)$", regex.VERBOSE | regex.DOTALL)
 # What in a pattern can match a newline: then a match may span a hard-wrapped message.
 # (\S cannot: a newline is white space.)
-_SPANS = regex.compile(r"\\[snWDHV]|\[\^")
+_SPANS = lazyregex.compile(r"\\[snWDHV]|\[\^")
 
 # A line that says when it was printed: kubectl --timestamps, or vLLM's MM-DD hh:mm:ss.
-_STAMPED = regex.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d|\b\d\d-\d\d \d\d:\d\d:\d\d\b")
+_STAMPED = lazyregex.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d|\b\d\d-\d\d \d\d:\d\d:\d\d\b")
 # Its tail, led by a literal the regex engine skips to (the two digits before are checked).
 _STAMP_TAIL = re.compile(rb"-\d\d[T ]\d\d:\d\d:\d\d")
 
@@ -97,7 +98,7 @@ def has_stamp(line: LogLine) -> bool:
 
 # The same prefix over a whole block, for the pure-Python path: strips every
 # line's prefix and keeps the line breaks, so line numbers stay put.
-_PREFIX_LINES = regex.compile(r"^" + _PREFIX_PARTS, regex.VERBOSE | regex.MULTILINE)
+_PREFIX_LINES = lazyregex.compile(r"^" + _PREFIX_PARTS, regex.VERBOSE | regex.MULTILINE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -688,8 +689,8 @@ class _Kinds:
 
 
 # What in a regex stands for digits without naming one: \d, \xNN, \uNNNN, {m,n}.
-_DIGIT_FREE = regex.compile(r"\\[dD]|\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\{\d*(?:,\d*)?\}")
-_NAMES_DIGITS = regex.compile(r"[0-9]|\\g<|\(\?P=|\(\?[0-9R&+-]")
+_DIGIT_FREE = lazyregex.compile(r"\\[dD]|\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\{\d*(?:,\d*)?\}")
+_NAMES_DIGITS = lazyregex.compile(r"[0-9]|\\g<|\(\?P=|\(\?[0-9R&+-]")
 
 
 def _names_digits(pattern: str) -> bool:

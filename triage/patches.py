@@ -19,6 +19,7 @@ from typing import Any
 
 import regex
 
+from triage import lazyregex
 from triage.snapshot import Obj, meta
 
 # Where the pod template lives in each kind a patch can target.
@@ -112,7 +113,7 @@ def _merge_fields(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-_QUANTITY = regex.compile(r"^([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P|)$")
+_QUANTITY = lazyregex.compile(r"^([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P|)$")
 _UNITS = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15,
           "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50}
 
@@ -262,7 +263,7 @@ def _find_container(kind: str, pod: Obj, name: str) -> Obj | None:
     return None
 
 
-_KEY = regex.compile(r'([^.\[\]]+)|\["([^"]+)"\]')
+_KEY = lazyregex.compile(r'([^.\[\]]+)|\["([^"]+)"\]')
 
 
 def _split(path: str) -> list[str]:
