@@ -57,17 +57,8 @@ def test_why_dense_logs_count_matches_without_work_per_match(
     once per distinct line or run of lines and counts the rest in C; only the kept matches
     (the first and last few per query) are worked on. The counts stay exact."""
     data = dense.block(shape, lines=60_000) + OOM.encode() + b"\n"
-    calls = 0
-    real = logs._Scan.count
-
-    def counting(self: logs._Scan, *args: Any, **kwargs: Any) -> None:
-        nonlocal calls
-        calls += 1
-        real(self, *args, **kwargs)
-    monkeypatch.setattr(logs._Scan, "count", counting)
-    index = scan(LogSource(data=data), QUERIES)
+    index, calls = _scan_counting_matches(data, monkeypatch)
     assert calls < 3_000, calls
-    monkeypatch.setattr(logs._Scan, "count", real)
     monkeypatch.setattr(logs, "REPEAT_MIN_LINES", 1 << 40)  # each line on its own, as before
     line_by_line = scan(LogSource(data=data), QUERIES)
     assert {k: r.count for k, r in index.results.items() if r.count} == \
@@ -189,17 +180,8 @@ def test_why_normal_logs_pay_no_per_match_work_for_progress_lines(
     could span lines (``\\S`` read as matching a newline): analyze of 100 MiB ran at 14x
     grep. Its lines repeat (digits aside), so they are counted, not worked on."""
     data = _traffic_log(40_000)
-    calls = 0
-    real = logs._Scan.count
-
-    def counting(self: logs._Scan, *args: Any, **kwargs: Any) -> None:
-        nonlocal calls
-        calls += 1
-        real(self, *args, **kwargs)
-    monkeypatch.setattr(logs._Scan, "count", counting)
-    index = scan(LogSource(data=data), QUERIES)
+    index, calls = _scan_counting_matches(data, monkeypatch)
     assert calls < 3_000, calls
-    monkeypatch.setattr(logs._Scan, "count", real)
     monkeypatch.setattr(logs, "REPEAT_MIN_LINES", 1 << 40)
     line_by_line = scan(LogSource(data=data), QUERIES)
     counts = {k: r.count for k, r in index.results.items() if r.count}
@@ -221,3 +203,19 @@ def test_why_a_namespace_scan_keeps_each_context_line_once() -> None:
     first = index.result(EXCEPTIONS).first[0]
     assert [ln.number for ln in first.before] == list(range(first.line.number - 10,
                                                              first.line.number))
+
+
+def _scan_counting_matches(data: bytes, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, int]:
+    """The log's index, and how many times the engine worked on a match one by one."""
+    calls = 0
+    real = logs._Scan.count
+
+    def counting(self: logs._Scan, *args: Any, **kwargs: Any) -> None:
+        nonlocal calls
+        calls += 1
+        real(self, *args, **kwargs)
+    monkeypatch.setattr(logs._Scan, "count", counting)
+    try:
+        return scan(LogSource(data=data), QUERIES), calls
+    finally:
+        monkeypatch.setattr(logs._Scan, "count", real)

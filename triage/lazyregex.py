@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import atexit
 import marshal
-import os
 import threading
 from pathlib import Path
 from typing import Any, cast
 
 import regex
+
+from triage.cache import cache_dir, write_atomically
 
 
 class LazyRegex:
@@ -137,9 +138,8 @@ _SEEN = threading.local()
 
 
 def _code_file() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     version = regex.__version__.replace("/", "_")
-    return Path(base) / "vllm-triage" / f"regex-{version}-v{int(regex.DEFAULT_VERSION)}.marshal"
+    return cache_dir() / f"regex-{version}-v{int(regex.DEFAULT_VERSION)}.marshal"
 
 
 def _load_code() -> dict[tuple[str, int], tuple[Any, ...]]:
@@ -205,13 +205,6 @@ def _compile(pattern: str, flags: int) -> Any:
 
 def _save_code() -> None:
     """Add this run's compiles to the file (replaced atomically; a read-only home is fine)."""
-    path = _code_file()
     with _LOCK:
         merged = {**_load_code(), **_NEW}
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(marshal.dumps(merged))
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    write_atomically(_code_file(), marshal.dumps(merged))

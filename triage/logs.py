@@ -41,6 +41,7 @@ from typing import Any, ClassVar
 import regex
 
 from triage import lazyregex
+from triage.cache import cache_dir, write_atomically
 from triage.lazyregex import LazyRegex
 
 hyperscan: Any
@@ -657,20 +658,14 @@ def _prefilters(keys: list[Key], queries: QuerySet) -> list[tuple[str | None, in
              for pattern, flags, levels in keys]  # a frozenset's order varies by run
     digest = hashlib.sha256(repr((named, code, getattr(hyperscan, "__version__", ""))).encode()
                             ).hexdigest()[:24]
-    path = _cache_dir() / f"prefilters-{digest}.json"
+    path = cache_dir() / f"prefilters-{digest}.json"
     try:
         return [(p, int(f)) for p, f in json.loads(path.read_text())]
     except Exception:  # absent or unreadable: derive them
         pass
     wanted = [(_prefilter_pattern(q.regex.pattern) or _level_prefilter(q.levels),
                _flags(q.regex)) for q in (queries.queries[k] for k in keys)]
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(wanted))
-        os.replace(tmp, path)
-    except OSError:
-        pass  # a read-only home is fine: derive them again next time
+    write_atomically(path, json.dumps(wanted).encode())
     return wanted
 
 
@@ -736,11 +731,6 @@ def _flags(rx: Any) -> int:
     return out
 
 
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "vllm-triage"
-
-
 def _compiles(pattern: str, flags: int) -> bool:
     try:
         hyperscan.Database().compile(expressions=[pattern.encode("utf-8")], ids=[0],
@@ -759,7 +749,7 @@ def _load_or_compile(wanted: list[tuple[str | None, int]]) -> tuple[Any, list[in
     """
     digest = hashlib.sha256(repr((wanted, getattr(hyperscan, "__version__", ""))).encode()
                             ).hexdigest()[:24]
-    path = _cache_dir() / f"hs-{digest}.db"
+    path = cache_dir() / f"hs-{digest}.db"
     meta = path.with_suffix(".json")
     try:
         slow = [int(i) for i in json.loads(meta.read_text())["slow"]]
@@ -782,15 +772,8 @@ def _load_or_compile(wanted: list[tuple[str | None, int]]) -> tuple[Any, list[in
     flags.append(hyperscan.HS_FLAG_SINGLEMATCH)
     db = hyperscan.Database()
     db.compile(expressions=exprs, ids=ids, elements=len(exprs), flags=flags)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        for target, data in ((path, hyperscan.dumpb(db)),
-                             (meta, json.dumps({"slow": slow}).encode())):
-            tmp = target.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_bytes(data)
-            os.replace(tmp, target)
-    except OSError:
-        pass  # a read-only home is fine: compile again next time
+    write_atomically(path, hyperscan.dumpb(db))
+    write_atomically(meta, json.dumps({"slow": slow}).encode())
     return db, slow
 
 

@@ -13,8 +13,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-import os
-import tempfile
 from collections.abc import Iterable
 from contextlib import suppress
 from dataclasses import dataclass
@@ -25,6 +23,7 @@ import regex
 import yaml
 
 from triage import lazyregex
+from triage.cache import cache_dir, write_atomically
 from triage.facts import REGISTRY as FACTS
 from triage.lazyregex import LazyRegex
 from triage.metrics import METRICS
@@ -580,12 +579,6 @@ _CACHE_SCHEMA = "vllm-triage/pattern-documents/v1"
 _CACHE_KEEP = 8  # files kept: a few pattern sets (versions, --patterns dirs) side by side
 
 
-def cache_dir() -> Path:
-    """$XDG_CACHE_HOME/vllm-triage, else ~/.cache/vllm-triage."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "vllm-triage"
-
-
 def _parsed_documents(files: list[tuple[Path, str]]) -> dict[str, Any]:
     """File name -> its parsed YAML, for each of ``files`` that is valid YAML (the others
     are parsed again by parse_pattern, which reports them); from the cache when these
@@ -611,16 +604,7 @@ def _parsed_documents(files: list[tuple[Path, str]]) -> dict[str, Any]:
 
 
 def _write_cache(cache: Path, encoded: str) -> None:
-    cache.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".patterns-", suffix=".tmp", dir=cache.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(encoded)
-        os.replace(tmp, cache)
-    except BaseException:
-        with suppress(OSError):
-            os.unlink(tmp)
-        raise
+    write_atomically(cache, encoded.encode("utf-8"))
     kept = sorted(cache.parent.glob("patterns-*.json"), key=lambda p: p.stat().st_mtime,
                   reverse=True)
     for old in kept[_CACHE_KEEP:]:
