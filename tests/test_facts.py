@@ -459,6 +459,34 @@ CASES: dict[str, list[tuple[dict[str, Any], Any]]] = {
                                 {"name": "LOG_LEVEL", "value": "debug"}]}},
          ["HF_HOME=/cache/hf"]),
         ({}, [])],
+    # The path of the last EACCES/EROFS line (CPython's OSError text), then where it lies.
+    "unwritable_path": [
+        ({"previous_log": "PermissionError: [Errno 13] Permission denied: '/.cache'"}, "/.cache"),
+        ({"log": "OSError: [Errno 30] Read-only file system: '/tmp//torchinductor_root/'"},
+         "/tmp/torchinductor_root"),
+        ({"previous_log": "PermissionError: [Errno 13] Permission denied: '.locks/m/1.lock'"},
+         "UNKNOWN"),
+        # huggingface_hub's warning that it goes on: not a failure to write
+        ({"log": "Could not cache non-existence of file. Will ignore error and continue. "
+                 "Error: [Errno 13] Permission denied: '/models/.no_exist'"}, "UNKNOWN"),
+        ({}, "UNKNOWN")],
+    "unwritable_path_mount": [
+        ({"previous_log": "PermissionError: [Errno 13] Permission denied: '/models/hub/x'",
+          "container": {"volumeMounts": [{"name": "m", "mountPath": "/models"},
+                                         {"name": "h", "mountPath": "/models/hub"},
+                                         {"name": "o", "mountPath": "/model"}]}},
+         "/models/hub"),
+        ({"previous_log": "PermissionError: [Errno 13] Permission denied: '/.cache'",
+          "container": {"volumeMounts": [{"name": "c", "mountPath": "/cache"}]}}, None),
+        ({}, "UNKNOWN")],
+    "unwritable_path_env": [
+        ({"previous_log": "PermissionError: [Errno 13] Permission denied: '/data/hf/hub'",
+          "container": {"env": [{"name": "HOME", "value": "/"},
+                                {"name": "HF_HOME", "value": "/data/hf/"},
+                                {"name": "XDG_CACHE_HOME", "value": "/data"}]}}, "HF_HOME"),
+        ({"previous_log": "PermissionError: [Errno 13] Permission denied: '/.cache'",
+          "container": {"env": [{"name": "HOME", "value": "/"}]}}, None),
+        ({}, "UNKNOWN")],
     "image": [({}, "vllm/vllm-openai:v0.10.1.1"), ({"container": {"image": None}}, None)],
     # Estimates from the model's name: parameters x bytes per parameter, in GiB.
     "model_weights_gib": [

@@ -861,3 +861,77 @@ def test_a_cards_proof_is_the_sentence_that_proves_it_not_a_status_field() -> No
     busy = report_of(str(FIXTURES / "busy-namespace"))
     (oom,) = [c for c in busy.cards if c.finding == "container-oomkilled"]
     assert (len(oom.pods), oom.pods_total) == (4, 4)
+
+
+def _cache_denied_at(tmp_path: Path, name: str, path: str,
+                     container: dict[str, Any] | None = None) -> Path:
+    """cache-dir-not-writable's granite pod with another denied path (previous log line 20)
+    and its vllm container changed by ``container`` (env, volumeMounts, securityContext)."""
+    root = copy_fixture(tmp_path / name, "cache-dir-not-writable")
+    log = root / "logs" / "llm" / "granite-84f7c9d5b6-zt5qd" / "vllm.previous.log"
+    log.write_text(log.read_text().replace("Permission denied: '/.cache'",
+                                           f"Permission denied: '{path}'"))
+    pods = load_list(root, "pods")
+    for pod in pods["items"]:
+        if pod["metadata"]["name"] == "granite-84f7c9d5b6-zt5qd":
+            spec = pod["spec"]
+            for c in spec["containers"]:
+                if c["name"] == "vllm":
+                    c.update(container or {})
+            for m in (container or {}).get("volumeMounts", []):
+                spec.setdefault("volumes", []).append(
+                    {"name": m["name"], "persistentVolumeClaim": {"claimName": m["name"]}})
+    save_list(root, "pods", pods)
+    return root
+
+
+def test_cache_dir_fix_is_chosen_from_the_path_the_container_could_not_write(
+        tmp_path: Path) -> None:
+    """line 20 "PermissionError: [Errno 13] Permission denied: '/.cache'": outside every
+    volume, no variable places it: an emptyDir for HOME (and /tmp on a read-only root);
+    on a volume: that volume's permissions, no patch; under HF_HOME: that variable; under
+    /tmp: an emptyDir there."""
+    home = fix_of(FIXTURES / "cache-dir-not-writable", "granite-84f7c9d5b6",
+                  "cache-dir-not-writable")
+    assert "`/.cache` is outside every volume" in home.text
+    assert home.edits is not None
+    assert home.edits["container"]["env+"] == [{"name": "HOME", "value": "/cache"}]
+    assert home.edits["container"]["volumeMounts+"] == [{"name": "vllm-cache",
+                                                         "mountPath": "/cache"}]
+
+    on_volume = fix_of(_cache_denied_at(
+        tmp_path, "pvc", "/models/hub/models--ibm-granite--granite-3.3-8b-instruct/blobs/x",
+        {"env": [{"name": "HF_HOME", "value": "/models"}],
+         "volumeMounts": [{"name": "models", "mountPath": "/models/"}]}),
+        "granite-84f7c9d5b6", "cache-dir-not-writable")
+    assert "is on the volume mounted at `/models/`" in on_volume.text
+    assert "fsGroup" in on_volume.text and on_volume.edits is None
+
+    by_env = fix_of(_cache_denied_at(tmp_path, "env", "/data/hf/hub",
+                                     {"env": [{"name": "HF_HOME", "value": "/data/hf"}]}),
+                    "granite-84f7c9d5b6", "cache-dir-not-writable")
+    assert "`/data/hf/hub` is where `HF_HOME` puts a cache" in by_env.text
+    assert by_env.edits is None
+
+    read_only = fix_of(_cache_denied_at(
+        tmp_path, "ro", "/root/.cache/huggingface",
+        {"securityContext": {"readOnlyRootFilesystem": True}}),
+        "granite-84f7c9d5b6", "cache-dir-not-writable")
+    assert "read-only root filesystem" in read_only.text and read_only.edits is not None
+    assert [m["mountPath"] for m in read_only.edits["container"]["volumeMounts+"]] == [
+        "/cache", "/tmp"]
+
+    tmp = fix_of(_cache_denied_at(tmp_path, "tmp", "/tmp/torchinductor_1000650000"),
+                 "granite-84f7c9d5b6", "cache-dir-not-writable")
+    assert tmp.edits is not None
+    assert tmp.edits["container"]["volumeMounts+"] == [{"name": "vllm-tmp",
+                                                        "mountPath": "/tmp"}]
+
+
+def test_cache_dir_fix_without_an_absolute_path_says_so_and_gives_the_advice(
+        tmp_path: Path) -> None:
+    """A relative path (huggingface_hub PR#3714's '.locks/...') names no place to fix."""
+    fix = fix_of(_cache_denied_at(tmp_path, "rel", ".locks/models--x--y/6e2501a3.lock"),
+                 "granite-84f7c9d5b6", "cache-dir-not-writable")
+    assert "is relative" in fix.text and "writable place" in fix.text
+    assert fix.edits is None

@@ -10,8 +10,12 @@ volume read-only: these facts say which of those applies, for the evidence.
 
 from __future__ import annotations
 
-from triage import workload
-from triage.facts import ContainerContext, Measured, fact
+import posixpath
+
+from triage import lazyregex, workload
+from triage.facts import LOG_QUERIES, ContainerContext, Measured, Unmeasurable, fact, stream_label
+from triage.logs import Hit, Query
+from triage.snapshot import CURRENT, PREVIOUS
 
 # Environment variables that move a cache of vLLM, Hugging Face, torch, Triton or XDG.
 CACHE_ENV = (
@@ -87,3 +91,93 @@ def cache_env(ctx: ContainerContext) -> Measured:
                             f"VLLM_CACHE_ROOT, TRITON_CACHE_DIR, ...: the caches go under "
                             f"the home directory; {where}")
     return Measured(found, f"container {ctx.name} sets {', '.join(found)}; {where}")
+
+
+# CPython's OSError text for EACCES and EROFS, with the path it names; not huggingface_hub's
+# "Could not cache non-existence of file. Will ignore error and continue. Error: [Errno 13]",
+# which does not fail.
+_UNWRITABLE = LOG_QUERIES.add(Query(lazyregex.compile(
+    r"(?<!Will ignore error and continue\. Error: )\[Errno (?:13\] Permission denied|"
+    r"30\] Read-only file system): '([^'\n]{1,1024})'")))
+
+
+def _unwritable(ctx: ContainerContext) -> tuple[str, str, Hit] | None:
+    """The path of the last EACCES/EROFS line: the previous log first (where the crash is)."""
+    for stream in (PREVIOUS, CURRENT):
+        index = ctx.log(stream)
+        if index is not None:
+            result = index.result(_UNWRITABLE)
+            if result.count:
+                hit = result.last[-1]
+                return str(hit.groups[1]), stream, hit
+    return None
+
+
+def _unwritable_path(ctx: ContainerContext) -> tuple[str, str]:
+    """The unwritable path (normalized) and where it was read; Unmeasurable when no log
+    read names one, or when it is relative (the directory it is relative to is unknown)."""
+    found = _unwritable(ctx)
+    if found is None:
+        unread = ctx.logs_unread()
+        raise Unmeasurable(unread[0] if unread else
+                           f"no log of container {ctx.name} names a path it could not write")
+    path, stream, hit = found
+    where = f"{stream_label(stream)} ({ctx.name}) line {hit.line.number}"
+    if not path.startswith("/"):
+        raise Unmeasurable(f"the path '{path}' ({where}) is relative: the directory it is "
+                           "relative to is not known")
+    return posixpath.normpath(path), where
+
+
+def _under(path: str, root: str) -> bool:
+    root = posixpath.normpath(root)
+    return root == "/" or path == root or path.startswith(root + "/")
+
+
+@fact("unwritable_path", unit="path", scope="container",
+      doc="the absolute path the container could not write, from the last 'PermissionError: "
+          "[Errno 13] Permission denied: PATH' or 'OSError: [Errno 30] Read-only file system: "
+          "PATH' of its previous log, else its current log")
+def unwritable_path(ctx: ContainerContext) -> Measured:
+    path, where = _unwritable_path(ctx)
+    return Measured(path, f"container {ctx.name} could not write {path} ({where})")
+
+
+@fact("unwritable_path_mount", unit="path", scope="container",
+      doc="the mountPath of the container's volume that holds unwritable_path (the longest "
+          "that does); None when the path is on the container's own filesystem")
+def unwritable_path_mount(ctx: ContainerContext) -> Measured:
+    path, where = _unwritable_path(ctx)
+    mounts = [m for m in ctx.container.get("volumeMounts") or []
+              if isinstance(m, dict) and isinstance(m.get("mountPath"), str)
+              and m["mountPath"].startswith("/") and _under(path, m["mountPath"])]
+    if not mounts:
+        return Measured(None, f"{path} ({where}) is on container {ctx.name}'s own filesystem: "
+                              "no volume is mounted above it")
+    mount = max(mounts, key=lambda m: len(posixpath.normpath(m["mountPath"])))
+    read_only = " (readOnly)" if mount.get("readOnly") else ""
+    return Measured(mount["mountPath"], f"{path} ({where}) is on volume {mount.get('name')} "
+                                        f"mounted at {mount['mountPath']}{read_only}")
+
+
+# The variables that place a cache somewhere other than the home directory. HOME is left
+# out: a fix sets it; TMPDIR too: /tmp is what a read-only root's fix mounts.
+_PLACING_ENV = tuple(n for n in CACHE_ENV if n not in ("HOME", "TMPDIR"))
+
+
+@fact("unwritable_path_env", unit="text", scope="container",
+      doc="the container's environment variable (HF_HOME, XDG_CACHE_HOME, VLLM_CACHE_ROOT, "
+          "TRITON_CACHE_DIR, ...; not HOME or TMPDIR) whose directory holds unwritable_path, "
+          "the longest that does; None when no such variable places it")
+def unwritable_path_env(ctx: ContainerContext) -> Measured:
+    path, where = _unwritable_path(ctx)
+    placing = [(str(e["name"]), str(e["value"])) for e in ctx.container.get("env") or []
+               if isinstance(e, dict) and e.get("name") in _PLACING_ENV
+               and isinstance(e.get("value"), str) and e["value"].startswith("/")
+               and _under(path, e["value"])]
+    if not placing:
+        return Measured(None, f"{path} ({where}) is placed by none of container {ctx.name}'s "
+                              "cache variables (HF_HOME, XDG_CACHE_HOME, ...): under the home "
+                              "directory or a fixed path")
+    name, value = max(placing, key=lambda p: len(posixpath.normpath(p[1])))
+    return Measured(name, f"{path} ({where}) is under {name}={value}")
