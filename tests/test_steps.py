@@ -232,3 +232,24 @@ def test_step10_only_looks_at_the_workloads_of_triaged_pods() -> None:
     assert "Deployment vllm-qwen: revision 2, 2 ReplicaSet(s) read" in result.evidence
     assert not any("redis" in e for e in result.evidence)
     assert judge()[10].verdict is Verdict.UNKNOWN
+
+
+BUSY = ("(APIServer pid=1) INFO 11-28 {} [loggers.py:123] Engine 000: Avg prompt throughput: "
+        "1840.3 tokens/s, Avg generation throughput: 412.6 tokens/s, Running: 14 reqs, "
+        "Waiting: 0 reqs, GPU KV cache usage: 21.4%, Prefix cache hit rate: 38.2%")
+
+
+def test_step7_without_metrics_is_judged_from_fresh_stats_lines_only() -> None:
+    """An HPA, no /metrics read: vLLM's stats lines of the last minutes say whether requests
+    queue now (request-queueing reads them), so step 7 passes saying so; lines 40 minutes
+    old say nothing of now: unknown, as without any."""
+    objects = {**deployment_objects(), "horizontalpodautoscalers": [hpa()]}
+    fresh = judge(pod=OWNED_POD, objects=objects,
+                  log=BUSY.format("02:58:05") + "\n" + BUSY.format("02:58:15"))
+    assert fresh[7].verdict is Verdict.PASS, fresh[7].evidence
+    assert any("now (" in e and "waiting 0, 0" in e for e in fresh[7].evidence), fresh[7]
+    assert any(e.startswith("judged from vLLM's stats lines: ") for e in fresh[7].evidence)
+    stale = judge(pod=OWNED_POD, objects=objects, log=BUSY.format("02:18:05"))
+    assert stale[7].verdict is Verdict.UNKNOWN, stale[7].evidence
+    none = judge(pod=OWNED_POD, objects=objects)
+    assert none[7].verdict is Verdict.UNKNOWN

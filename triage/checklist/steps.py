@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from triage.checklist.base import Inputs, Step, label
 from triage.facts import ContainerContext
-from triage.facts.engine import stats_summary
+from triage.facts.engine import recent_stats, stats_summary
 from triage.results import StepResult, Verdict
 from triage.rules.evaluate import PodDiagnosis
 
@@ -297,6 +297,16 @@ class AutoscaleTarget(Step):
                                             "autoscaling acts on the vLLM workloads"])
         missing = _metrics_unknown(self, inputs)
         if missing:
+            # Without /metrics, vLLM's own stats lines of the last minutes still say whether
+            # requests queue now (request-queueing reads them): judged from them when every
+            # triaged container has them fresh, never from a stale or absent series.
+            containers = list(inputs.containers())
+            fresh = [(p, c) for p, c in containers
+                     if (series := recent_stats(c)) is not None and series.fresh]
+            if containers and len(fresh) == len(containers):
+                return self.result(Verdict.PASS, scalers + [
+                    f"{label(p, c)}: {stats_summary(c)}" for p, c in fresh] + [
+                    "judged from vLLM's stats lines: " + e for e in missing.evidence])
             return self.result(Verdict.UNKNOWN, scalers + [
                 "whether requests queue is unknown: " + e for e in missing.evidence])
         ev = list(scalers)
