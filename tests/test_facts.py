@@ -591,6 +591,14 @@ CASES.update({
     "node_gpu_holders": [({}, ["vllm-0 (1 GPU, Running)"]), ({"pod": PENDING}, None)],
     "max_num_seqs": [({}, None), ({"container": {"args": ["--max-num-seqs", "64"]}}, 64)],
     "autoscale_target": [({}, None), ({"pod": OWNED_POD, "objects": WITH_HPA}, 4.0)],
+    # the same HPA's only metric; behind a CPU metric it is the second
+    "autoscale_target_field": [
+        ({}, None),
+        ({"pod": OWNED_POD, "objects": WITH_HPA}, "spec.metrics[0].pods.target.averageValue"),
+        ({"pod": OWNED_POD, "objects": {**deployment_objects(), "horizontalpodautoscalers": [
+            hpa([{"type": "Resource", "resource": {"name": "cpu", "target": {
+                "type": "Utilization", "averageUtilization": 70}}}, *WAITING_HPA])]}},
+         "spec.metrics[1].pods.target.averageValue")],
     # tests/unit.py hpa(): maxReplicas 4; without an HPA, none
     "hpa_max_replicas": [({}, None), ({"pod": OWNED_POD, "objects": WITH_HPA}, 4)],
     "pod_concurrency": [({}, None), ({"log": "INFO 03-20 16:01:36 executor_base.py:115] Maximum "

@@ -26,6 +26,7 @@ from triage.results import Fix, Report
 from triage.rules.fixlang import (
     FixLanguageError,
     Missing,
+    fill,
     parse_expression,
     quantity,
     render,
@@ -119,6 +120,11 @@ HAND_WORKED: list[tuple[str, str, str, str, Any]] = [
     # "Maximum concurrency for 32,768 tokens per request: 6.45x" (log line 29):
     # floor(6.45 x 0.8) = 5.
     ("kserve-target-too-high", "qwen-chat", "autoscale-target-too-high", "target", 5),
+    # hpa-target-too-high: spec.metrics[1] Pods vllm:num_requests_running averageValue '32'
+    # (horizontalpodautoscalers.yaml line 32) against "Maximum concurrency for 16,384 tokens
+    # per request: 2.16x" (vllm.log line 29): floor(2.16 x 0.8) = 1.
+    ("hpa-target-too-high", "vllm-qwen", "autoscale-target-too-high", "target", 1),
+    ("hpa-target-too-high", "vllm-qwen", "autoscale-target-too-high", "target_was", 32),
     # kserve-scale-to-zero: spec.predictor.minReplicas 0 -> 1.
     ("kserve-scale-to-zero", "gemma-chat", "scale-to-zero", "min_replicas", 1),
     # batched-tokens-unbounded: prompt-token buckets 2000: 1400, 5000: 1985 of 2000; P99 =
@@ -354,7 +360,8 @@ PATCHED_FIXTURES = ["cuda-oom", "kv-cache-too-small-v1", "kv-cache-too-small-v0"
                     "no-gpu-missing-request", "volume-mount-failed", "kserve-scale-to-zero",
                     "kserve-target-too-high", "max-model-len-unset", "batched-tokens-unbounded",
                     "secrets-planted", "known-failure-variants", "startup-stalled-nccl",
-                    "vllm-pods-by-flags-labels-logs", "autoscaling-on-cpu", "request-queueing"]
+                    "vllm-pods-by-flags-labels-logs", "autoscaling-on-cpu", "request-queueing",
+                    "hpa-target-too-high"]
 # Findings the pod's spec decides: replayed with the patched object, they must be gone.
 SPEC_DECIDED = {"gpu-memory-utilization", "probe-timing", "image-tag-latest",
                 "max-model-len-unset", "vllm-port-env-clash", "scale-to-zero",
@@ -616,6 +623,36 @@ def test_custom_resources_get_a_merge_patch_with_whole_lists() -> None:
     assert doc["patch"] == {"spec": {"predictor": {"model": {
         "args": ["--model_name=qwen", "--max-model-len=8192"]}}}}
     assert math.isfinite(8192)
+
+
+def test_a_list_without_a_merge_key_is_changed_at_its_index_and_given_whole() -> None:
+    """An HPA's metrics merge by no key: the patch changes the one metric's target and
+    keeps the others as they were; an index the object does not have gives no patch."""
+    metrics = [{"type": "Resource", "resource": {"name": "memory", "target": {
+                   "type": "Utilization", "averageUtilization": 90}}},
+               {"type": "Pods", "pods": {"metric": {"name": "vllm:num_requests_running"},
+                                         "target": {"type": "AverageValue",
+                                                    "averageValue": "32"}}}]
+    hpa = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+           "metadata": {"name": "vllm-qwen", "namespace": "llm"},
+           "spec": {"maxReplicas": 4, "metrics": metrics}}
+    target = patches.Target("HorizontalPodAutoscaler", hpa, "vllm")
+    doc = patches.build(target, patches.Edits(
+        spec={"spec.metrics[1].pods.target.averageValue": "1"}))
+    assert doc is not None and doc["type"] == "strategic"
+    assert doc["patch"]["spec"]["metrics"][0] == metrics[0]
+    assert doc["patch"]["spec"]["metrics"][1]["pods"]["target"]["averageValue"] == "1"
+    assert hpa["spec"]["metrics"][1]["pods"]["target"]["averageValue"] == "32"  # a copy
+    assert patches.build(target, patches.Edits(
+        spec={"spec.metrics[2].pods.target.averageValue": "1"})) is None
+    assert patches.build(target, patches.Edits(
+        spec={"spec.maxReplicas[0].value": "1"})) is None
+
+
+def test_a_patch_key_may_name_a_field_by_a_fact() -> None:
+    assert fill({"{where}": "{n:g}"}, {"where": "spec.metrics[1].x", "n": 1.0}) == \
+        {"spec.metrics[1].x": "1"}
+    assert fill({"{where}": "1"}, {}) == Missing("where")
 
 
 # --- what a patch may carry, and patches that meet on one object ---------------------------

@@ -216,7 +216,8 @@ def apply(target: Target, edits: Edits) -> Obj | None:
     """A copy of the object with the edits made; None when a needed part is missing."""
     new = copy.deepcopy(target.obj)
     for path, value in edits.spec.items():
-        _set(new, _split(path), value)
+        if not _set(new, _split(path), value):
+            return None
     if not (edits.args or edits.container or edits.pod):
         return new
     where = edits.template or _TEMPLATE.get(target.kind)
@@ -226,12 +227,14 @@ def apply(target: Target, edits: Edits) -> Obj | None:
     if pod is None:
         return None
     for path, value in edits.pod.items():
-        _set(pod, _split(path), value)
+        if not _set(pod, _split(path), value):
+            return None
     container = _find_container(target.kind, pod, target.container)
     if container is None:
         return None
     for path, value in edits.container.items():
-        _set(container, _split(path), value)
+        if not _set(container, _split(path), value):
+            return None
     if edits.args:
         set_flags(container, edits.args)
     return new
@@ -270,15 +273,28 @@ def _split(path: str) -> list[str]:
     return [m.group(1) or m.group(2) for m in _KEY.finditer(path)]
 
 
-def _set(obj: Obj, keys: list[str], value: Any) -> None:
-    cur = obj
+def _set(obj: Obj, keys: list[str], value: Any) -> bool:
+    """Set the field at ``keys``, making the mappings on the way; a number is an index
+    into a list that is there (``spec.metrics[1]``: a list without a merge key, such as an
+    HPA's metrics, is changed in place). False when an index is not in the object as read."""
+    cur: Any = obj
     *parents, last = keys
-    for key in parents:
+    for at, key in enumerate(parents):
+        if isinstance(cur, list):
+            if not key.isdigit() or int(key) >= len(cur) or not isinstance(cur[int(key)], dict):
+                return False
+            cur = cur[int(key)]
+            continue
         nxt = cur.get(key)
-        if not isinstance(nxt, dict):
+        wanted = list if keys[at + 1].isdigit() else dict
+        if not isinstance(nxt, wanted):
+            if wanted is list:
+                return False
             nxt = {}
             cur[key] = nxt
         cur = nxt
+    if isinstance(cur, list):
+        return False
     if last.endswith("+"):
         last = last[:-1]
         items = list(cur.get(last) or [])
@@ -291,6 +307,7 @@ def _set(obj: Obj, keys: list[str], value: Any) -> None:
         cur.pop(last, None)
     else:
         cur[last] = copy.deepcopy(value)
+    return True
 
 
 def _identity(item: Any) -> Any:

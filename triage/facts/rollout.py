@@ -295,9 +295,10 @@ def _annotation_at(isvc: Obj, key: str) -> Location:
     return Location(isvc, ("metadata", "annotations", key))
 
 
-def _concurrency_targets(ctx: ContainerContext) -> list[tuple[float, str, str]]:
-    """(target per pod, what it counts: running|waiting, where it is set)."""
-    out: list[tuple[float, str, str]] = []
+def _concurrency_targets(ctx: ContainerContext) -> list[tuple[float, str, str, str]]:
+    """(target per pod, what it counts: running|waiting, where it is set, the field that
+    holds it in the first autoscaler of the workload, or "" when it is set elsewhere)."""
+    out: list[tuple[float, str, str, str]] = []
     isvc = _isvc(ctx)
     if isvc is not None:
         name = meta(isvc).get("name")
@@ -309,12 +310,12 @@ def _concurrency_targets(ctx: ContainerContext) -> list[tuple[float, str, str]]:
         if metric == "concurrency" and raw is not None and _quantity(raw) is not None:
             out.append((float(_quantity(raw) or 0), "running",
                         f"InferenceService {name} annotation {_KNATIVE}target "
-                        f"\"{raw}\" (concurrent requests per pod)"))
+                        f"\"{raw}\" (concurrent requests per pod)", ""))
         elif scale_metric == "concurrency" and pred.get("scaleTarget") is not None:
             out.append((float(pred["scaleTarget"]), "running",
                         f"InferenceService {name} spec.predictor.scaleTarget "
-                        f"{pred['scaleTarget']} (scaleMetric concurrency)"))
-    for hpa in _hpas(ctx):
+                        f"{pred['scaleTarget']} (scaleMetric concurrency)", ""))
+    for h, hpa in enumerate(_hpas(ctx)):
         for i, metric in enumerate((hpa.get("spec") or {}).get("metrics") or []):
             kind = metric.get("type")
             body = metric.get("pods") if kind == "Pods" else \
@@ -324,11 +325,15 @@ def _concurrency_targets(ctx: ContainerContext) -> list[tuple[float, str, str]]:
             mname = str((body.get("metric") or {}).get("name", ""))
             m = _QUEUE_METRIC.search(mname)
             target = body.get("target") or {}
-            goal = target.get("averageValue", target.get("value"))
+            held_in = "averageValue" if "averageValue" in target else "value"
+            goal = target.get(held_in)
             if m and goal is not None and _quantity(goal) is not None:
+                # A patch of the autoscaler changes the workload's first one (fixes.target_of).
+                where = f"spec.metrics[{i}].{str(kind).lower()}.target.{held_in}" \
+                    if h == 0 else ""
                 out.append((float(_quantity(goal) or 0), m.group(1),
                             f"{_hpa_label(hpa)} spec.metrics[{i}]: {kind} {mname} "
-                            f"averageValue {goal}"))
+                            f"{held_in} {goal}", where))
     return out
 
 
@@ -366,7 +371,7 @@ def autoscale_target_over_capacity(ctx: ContainerContext) -> Measured:
                               "'Maximum concurrency' line in the logs read)")
     capacity, cap_text = cap
     ratio, text = 0.0, ""
-    for target, counts, at in targets:
+    for target, counts, at, _ in targets:
         r = target / capacity if capacity else 0.0
         if r >= ratio:
             noun = "concurrent requests" if counts == "running" else "waiting requests"

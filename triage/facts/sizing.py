@@ -505,8 +505,23 @@ def autoscale_target(ctx: ContainerContext) -> Measured:
     targets = _concurrency_targets(ctx)
     if not targets:
         return Measured(None, "no concurrency or queue-length autoscaling target")
-    target, _, at = max(targets)
+    target, _, at, _ = max(targets)
     return Measured(target, at)
+
+
+@fact("autoscale_target_field", unit="path", scope="container",
+      doc="where the largest autoscale_target is set in the workload's HorizontalPodAutoscaler, "
+          "as a field path (spec.metrics[0].pods.target.averageValue); none when it is set "
+          "elsewhere (an InferenceService, a second autoscaler)")
+def autoscale_target_field(ctx: ContainerContext) -> Measured:
+    from triage.facts.rollout import _concurrency_targets
+
+    targets = _concurrency_targets(ctx)
+    if not targets:
+        return Measured(None, "no concurrency or queue-length autoscaling target")
+    _, _, at, field = max(targets)
+    return Measured(field or None, f"{at}" if field else
+                    f"{at}: not a field of the workload's first autoscaler")
 
 
 @fact("pod_concurrency", unit="requests", scope="container",

@@ -277,8 +277,13 @@ def fill(value: Any, scope: Mapping[str, Any]) -> Any:
         items = [fill(v, scope) for v in value]
         return next((i for i in items if isinstance(i, Missing)), items)
     if isinstance(value, dict):
-        filled = {k: fill(v, scope) for k, v in value.items()}
-        return next((v for v in filled.values() if isinstance(v, Missing)), filled)
+        # A key may name a field by a fact (``{autoscale_target_field}``: which of an HPA's
+        # metrics holds the target).
+        filled = {(render(k, scope) if "{" in k else k): fill(v, scope)
+                  for k, v in value.items()}
+        missing = [k for k in filled if isinstance(k, Missing)]
+        return missing[0] if missing else \
+            next((v for v in filled.values() if isinstance(v, Missing)), filled)
     return value
 
 
@@ -289,5 +294,6 @@ def value_names(value: Any) -> set[str]:
     if isinstance(value, list):
         return set().union(*(value_names(v) for v in value)) if value else set()
     if isinstance(value, dict):
-        return set().union(*(value_names(v) for v in value.values())) if value else set()
+        return set().union(*(value_names(v) | template_names(str(k))
+                             for k, v in value.items())) if value else set()
     return set()
