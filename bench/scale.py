@@ -202,7 +202,7 @@ def bench_startup(runs: int, src: str | None = None) -> list[dict[str, Any]]:
     so that both see the same load; wall time (the target) and CPU time (which a loaded
     machine disturbs less), with the interpreter's own start as the floor. ``src``: a
     checkout whose ``triage`` is run instead (another commit, measured in the same
-    minutes)."""
+    minutes; its ``patterns`` directory must be beside its ``triage``)."""
     env = clean_env()
     if src:
         env["PYTHONPATH"] = src
@@ -212,6 +212,8 @@ def bench_startup(runs: int, src: str | None = None) -> list[dict[str, Any]]:
         if src:
             cmd.insert(1, "-P")  # the working directory (this checkout) not first on the path
         tool.append(measure(cmd, env))
+        if not tool[-1].stdout.strip():  # an error (a checkout without its patterns) is no run
+            raise SystemExit(f"analyze wrote no report (exit {tool[-1].exit_code})")
         kubectl.append(measure(["kubectl", "version", "--client"], env))
         python.append(measure([sys.executable, "-c", "pass"], env))
 

@@ -336,6 +336,8 @@ def parse_window(text: str) -> float:
 
 @dataclass(frozen=True)
 class PrometheusArgs:
+    """The --prometheus options as given."""
+
     url: str | None = None
     since: str = "30m"
     token: str | None = None

@@ -10,8 +10,9 @@ these from YAML and checks every name; ``triage.rules.evaluate`` runs them.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from triage.results import Severity, Verdict
 
@@ -29,6 +30,8 @@ EVENT_ABOUT = ("pod", "owner", "any")
 
 @dataclass(frozen=True)
 class Comparison:
+    """How a leaf's value is compared (an operator and a value)."""
+
     op: str
     value: Any
     # Compare against another fact's value instead of a constant: ``lt: {fact: NAME}``.
@@ -50,6 +53,8 @@ class Comparison:
 
 @dataclass(frozen=True)
 class LogLeaf:
+    """A log regex, on a stream and at levels."""
+
     regex: Any  # compiled regex.Pattern
     stream: str = "any"
     levels: tuple[str, ...] = DEFAULT_LOG_LEVELS
@@ -59,6 +64,8 @@ class LogLeaf:
 
 @dataclass(frozen=True)
 class FieldLeaf:
+    """A field of a container, pod or node."""
+
     scope: str  # "container" | "pod" | "node"
     field: str  # as written: lastState.terminated.reason, metadata.labels["nvidia.com/gpu"]
     path: tuple[str, ...]  # the keys to follow
@@ -67,6 +74,8 @@ class FieldLeaf:
 
 @dataclass(frozen=True)
 class EventLeaf:
+    """A Kubernetes event by reason, message and type."""
+
     reason: Any | None
     message: Any | None
     type: str | None
@@ -75,18 +84,24 @@ class EventLeaf:
 
 @dataclass(frozen=True)
 class NodeConditionLeaf:
+    """A node condition and its status."""
+
     condition: str
     status: str = "True"
 
 
 @dataclass(frozen=True)
 class FactLeaf:
+    """A fact, compared or displayed."""
+
     name: str
     comparison: Comparison | None  # None: display the fact
 
 
 @dataclass(frozen=True)
 class MetricLeaf:
+    """A derived metric, compared or displayed."""
+
     name: str  # a derived metric, see triage.metrics.METRICS
     comparison: Comparison | None  # None: display the value when /metrics has it
 
@@ -108,16 +123,22 @@ class RootCauseLeaf:
 
 @dataclass(frozen=True)
 class AnyOf:
+    """True when one child is."""
+
     children: tuple[Condition, ...]
 
 
 @dataclass(frozen=True)
 class AllOf:
+    """True when every child is."""
+
     children: tuple[Condition, ...]
 
 
 @dataclass(frozen=True)
 class Not:
+    """The child's truth, negated."""
+
     child: Condition
 
 
@@ -181,8 +202,49 @@ class Example:
     severity: str | None = None  # with reports: true, the severity it must be raised with
 
 
+class Deferred(Sequence["Example"]):
+    """A shipped pattern's whole-rule examples, read from its file when first asked for
+    (``vllm-triage patterns --test``, the tests): a run that only triages never reads them,
+    and they are most of the files' text."""
+
+    __slots__ = ("_items", "_read")
+
+    def __init__(self, read: Callable[[], tuple[Example, ...]]) -> None:
+        self._read: Callable[[], tuple[Example, ...]] | None = read
+        self._items: tuple[Example, ...] = ()
+
+    def _all(self) -> tuple[Example, ...]:
+        if self._read is not None:
+            self._items, self._read = self._read(), None
+        return self._items
+
+    @overload
+    def __getitem__(self, index: int) -> Example: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Example]: ...
+    def __getitem__(self, index: int | slice) -> Example | Sequence[Example]:
+        return self._all()[index]
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    def __iter__(self) -> Iterator[Example]:
+        return iter(self._all())
+
+    def __eq__(self, other: object) -> bool:
+        return self._all() == (tuple(other) if isinstance(other, Sequence) else other)
+
+    def __hash__(self) -> int:
+        return hash(self._all())
+
+    def __repr__(self) -> str:
+        return repr(self._all())
+
+
 @dataclass(frozen=True)
 class Pattern:
+    """One finding pattern, as loaded from its file."""
+
     id: str
     severity: Severity
     title: str
@@ -197,7 +259,7 @@ class Pattern:
     # same pod, this one is dropped (a more specific explanation won).
     yields_to: tuple[str, ...] = ()
     escalate: Escalation | None = None
-    examples: tuple[Example, ...] = ()
+    examples: Sequence[Example] = ()  # a Deferred for a shipped file
     references: tuple[str, ...] = ()
     # The milder form of a critical finding under the same id: when ``when``
     # does not hold but this does, the finding is raised as a warning
