@@ -33,6 +33,12 @@ def _is_the_program() -> bool:
 _GC_PAUSED = _is_the_program() and gc.isenabled()
 if _GC_PAUSED:
     gc.disable()
+if _is_the_program():
+    # The standard library's re compiles at import (PyYAML's, json's): from code kept
+    # between runs (triage/recache.py).
+    from triage import recache
+
+    recache.install()
 
 import atexit  # noqa: E402
 import os  # noqa: E402

@@ -1,0 +1,103 @@
+"""triage/recache.py: the standard library's re compiled from code kept between runs must
+be the pattern a plain compile gives; a damaged, foreign or wrong file is a plain compile.
+Each case runs in its own interpreter (the hook replaces re's compiler for the process)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import FIXTURES, ROOT
+
+_PATTERNS = r"""
+import re
+PATTERNS = [
+    ("abc+d", 0), (r"(?P<year>\d{4})-(\d\d)?", 0), (r"^\s*(\w+):", re.M),
+    ("hello world", re.I), (r"a.b", re.S | re.I), (r" x  # comment", re.X),
+    ("[^\x09\x0A\x0D\x20-\x7E\x85\xA0-\uD7FF\uE000-\uFFFD\U00010000-\U0010ffff]", 0),
+    (rb"\x1b\[[0-9;]*[A-Za-z]", 0), ("(?i)ünïcode", 0), (r"(a)|(b)", re.A),
+]
+SAMPLES = ["abccd", "2024-05 x", "  key: v\nnext: w", "HELLO WORLD", "A\nB", "x", "\x07",
+           "ÜNÏCODE", "b"]
+"""
+
+_PROBE = _PATTERNS + r"""
+import json, sys
+from triage import recache
+if sys.argv[1] == "on":
+    recache.install()
+out = []
+for pattern, flags in PATTERNS:
+    rx = re.compile(pattern, flags)
+    found = []
+    for s in SAMPLES:
+        m = rx.search(s.encode() if isinstance(pattern, bytes) else s)
+        found.append(None if m is None else [m.span(), [str(g) for g in m.groups()]])
+    out.append([int(rx.flags), rx.groups, dict(rx.groupindex), found])
+print(json.dumps({"out": out, "loaded": len(recache._CODE), "new": len(recache._NEW)}))
+"""
+
+
+def _run(tmp_path: Path, mode: str) -> dict[str, object]:
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", _PROBE, mode], env=env, cwd=str(ROOT),
+                          capture_output=True, text=True, timeout=60, check=True)
+    result: dict[str, object] = json.loads(done.stdout)
+    return result
+
+
+def _code_files(tmp_path: Path) -> list[Path]:
+    return sorted((tmp_path / "cache" / "vllm-triage").glob("re-*.marshal"))
+
+
+def test_kept_code_compiles_the_patterns_re_compiles(tmp_path: Path) -> None:
+    plain = _run(tmp_path, "off")
+    first = _run(tmp_path, "on")  # compiles, and keeps the code when it exits
+    assert first["out"] == plain["out"]
+    assert first["loaded"] == 0 and first["new"] == len(plain["out"])  # type: ignore[arg-type]
+    assert len(_code_files(tmp_path)) == 1
+    second = _run(tmp_path, "on")  # every pattern from the kept code, none compiled
+    assert second["out"] == plain["out"]
+    assert second["new"] == 0 and second["loaded"] >= len(plain["out"])  # type: ignore[arg-type]
+
+
+def test_a_damaged_or_wrong_file_is_a_plain_compile(tmp_path: Path) -> None:
+    plain = _run(tmp_path, "off")
+    _run(tmp_path, "on")
+    [kept] = _code_files(tmp_path)
+    kept.write_bytes(b"\x00not marshal")
+    assert _run(tmp_path, "on")["out"] == plain["out"]
+    # Code _sre refuses (another interpreter's, say) for every pattern: compiled instead.
+    script = _PATTERNS + f"""
+import marshal
+marshal.dump({{(p, int(f)): (p, int(f), [999999], 0, {{}}, (None,)) for p, f in PATTERNS}},
+             open({str(kept)!r}, "wb"))
+"""
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
+    assert _run(tmp_path, "on")["out"] == plain["out"]
+
+
+def test_the_program_gives_the_same_report_from_kept_code(tmp_path: Path) -> None:
+    """analyze run twice (the second from the kept code) and from another program (which
+    does not install the hook) gives one report."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "NO_COLOR": "1",
+           "PYTHONPATH": str(ROOT)}
+    args = ["analyze", str(FIXTURES / "cuda-oom"), "-o", "json"]
+    reports = [subprocess.run([sys.executable, "-m", "triage.cli", *args], env=env,
+                              capture_output=True, text=True, timeout=120).stdout
+               for _ in range(2)]
+    assert _code_files(tmp_path)
+    embedded = subprocess.run(
+        [sys.executable, "-c", "import sys; from triage.cli import main; "
+         f"sys.argv = ['vllm-triage', *{args!r}]; main()"],
+        env=env, capture_output=True, text=True, timeout=120).stdout
+
+    def stable(text: str) -> object:
+        doc = json.loads(text)
+        doc.pop("generated_at", None)
+        return doc
+
+    assert stable(reports[0]) == stable(reports[1]) == stable(embedded)
