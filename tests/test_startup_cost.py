@@ -246,3 +246,50 @@ def test_shipped_fix_expressions_and_examples_are_read_when_used() -> None:
 
         assert [[(n, said(e.parsed())) for n, e in c.values] for c in p.fix] == \
             [[(n, said(e)) for n, e in c.values] for c in checked[pid].fix], pid
+
+
+_DATACLASS_PROBE = """
+import dataclasses, json, sys
+made = []
+real = dataclasses._process_class
+def counted(cls, *args, **kw):
+    made.append(cls.__module__ + "." + cls.__qualname__)
+    return real(cls, *args, **kw)
+dataclasses._process_class = counted
+import triage.cli, triage.commands.offline, triage.pipeline, triage.collect.bundle
+print(json.dumps(made))
+"""
+
+
+def test_the_pattern_language_makes_no_dataclass_at_import() -> None:
+    """A frozen dataclass execs six generated methods when its class is made (about 0.3 ms
+    each class, 17 in the pattern language alone); its nodes are ``@node`` classes now
+    (``triage/rules/node.py``).
+    65 dataclasses were made importing what analyze runs, 49 now."""
+    out = subprocess.run([sys.executable, "-c", _DATACLASS_PROBE], cwd=str(ROOT), check=True,
+                         capture_output=True, text=True, timeout=120).stdout
+    made = json.loads(out)
+    assert [m for m in made if m.startswith("triage.rules.language.")] == [
+        "triage.rules.language.Pattern"], made  # dataclasses.replace'd by callers
+    assert len(made) <= 49, made
+
+
+def test_node_classes_behave_as_frozen_dataclasses() -> None:
+    from triage.rules.language import Comparison, Example, FactLeaf
+
+    a = FactLeaf("x", Comparison("gt", 3))
+    b = FactLeaf(name="x", comparison=Comparison(op="gt", value=3))
+    assert a == b and hash(a) == hash(b) and {a: 1}[b] == 1
+    assert a != FactLeaf("y", None) and a != ("x", Comparison("gt", 3))
+    assert repr(a) == ("FactLeaf(name='x', comparison=Comparison(op='gt', value=3, "
+                       "fact_ref=None, times=1.0, plus=0.0))")
+    with pytest.raises(AttributeError):
+        a.name = "y"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        FactLeaf("x")  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        FactLeaf("x", None, 3)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        FactLeaf("x", None, other=1)  # type: ignore[call-arg]
+    one, two = Example("n", True), Example("n", True)
+    assert one == two and one.pod == {} and one.pod is not two.pod  # a fresh dict each

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, overload
 
 from triage.results import Severity, Verdict
+from triage.rules.node import node
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL", "NONE")
 # By default a log leaf ignores lines that vLLM itself logged at INFO/DEBUG:
@@ -28,7 +29,7 @@ COMPARISONS = ("equals", "not_equals", "in", "not_in", "regex", *NUMERIC_OPS, "b
 EVENT_ABOUT = ("pod", "owner", "any")
 
 
-@dataclass(frozen=True)
+@node
 class Comparison:
     """How a leaf's value is compared (an operator and a value)."""
 
@@ -51,7 +52,7 @@ class Comparison:
             return None
 
 
-@dataclass(frozen=True)
+@node
 class LogLeaf:
     """A log regex, on a stream and at levels."""
 
@@ -62,7 +63,7 @@ class LogLeaf:
     context: int = 1
 
 
-@dataclass(frozen=True)
+@node
 class FieldLeaf:
     """A field of a container, pod or node."""
 
@@ -72,7 +73,7 @@ class FieldLeaf:
     comparison: Comparison | None  # None: display the value when it is set
 
 
-@dataclass(frozen=True)
+@node
 class EventLeaf:
     """A Kubernetes event by reason, message and type."""
 
@@ -82,7 +83,7 @@ class EventLeaf:
     about: str = "pod"
 
 
-@dataclass(frozen=True)
+@node
 class NodeConditionLeaf:
     """A node condition and its status."""
 
@@ -90,7 +91,7 @@ class NodeConditionLeaf:
     status: str = "True"
 
 
-@dataclass(frozen=True)
+@node
 class FactLeaf:
     """A fact, compared or displayed."""
 
@@ -98,7 +99,7 @@ class FactLeaf:
     comparison: Comparison | None  # None: display the fact
 
 
-@dataclass(frozen=True)
+@node
 class MetricLeaf:
     """A derived metric, compared or displayed."""
 
@@ -106,14 +107,14 @@ class MetricLeaf:
     comparison: Comparison | None  # None: display the value when /metrics has it
 
 
-@dataclass(frozen=True)
+@node
 class FindingLeaf:
     """True when one of these findings was raised for the same pod."""
 
     ids: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@node
 class RootCauseLeaf:
     """Always true when a log exists: shows the last error that is not a wrapper."""
 
@@ -121,21 +122,21 @@ class RootCauseLeaf:
     lines: int = 8
 
 
-@dataclass(frozen=True)
+@node
 class AnyOf:
     """True when one child is."""
 
     children: tuple[Condition, ...]
 
 
-@dataclass(frozen=True)
+@node
 class AllOf:
     """True when every child is."""
 
     children: tuple[Condition, ...]
 
 
-@dataclass(frozen=True)
+@node
 class Not:
     """The child's truth, negated."""
 
@@ -148,7 +149,7 @@ Condition = (
 )
 
 
-@dataclass(frozen=True)
+@node
 class Escalation:
     """When ``when`` holds for the container that raised the finding, its step says ``verdict``."""
 
@@ -157,7 +158,7 @@ class Escalation:
     note: str
 
 
-@dataclass(frozen=True)
+@node
 class PatchSpec:
     """The edits a fix makes, as templates over its values (``triage.patches.Edits``)."""
 
@@ -168,7 +169,7 @@ class PatchSpec:
     spec: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@node
 class FixCase:
     """One way to fix a finding: when ``when`` holds (always, without one), compute
     ``values`` in order from facts, fill ``text`` and ``patch`` with them."""
@@ -181,7 +182,7 @@ class FixCase:
     commands: tuple[str, ...] = ()  # templates of kubectl commands that check or apply it
 
 
-@dataclass(frozen=True)
+@node
 class Example:
     """A whole-rule example: a small snapshot and whether the pattern reports on it."""
 
@@ -241,6 +242,7 @@ class Deferred(Sequence["Example"]):
         return repr(self._all())
 
 
+# A dataclass: callers (the tests) derive variants with dataclasses.replace.
 @dataclass(frozen=True)
 class Pattern:
     """One finding pattern, as loaded from its file."""
