@@ -101,3 +101,27 @@ def test_the_program_gives_the_same_report_from_kept_code(tmp_path: Path) -> Non
         return doc
 
     assert stable(reports[0]) == stable(reports[1]) == stable(embedded)
+
+
+_MODULES = """
+import atexit, runpy, sys
+sys.argv = ["vllm-triage", *sys.argv[1:]]
+atexit.register(lambda: print(" ".join(sorted(sys.modules)), file=sys.stderr))
+runpy.run_module("triage.cli", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_analyze_of_a_directory_to_stdout_imports_no_archive_or_temp_file_module(
+        tmp_path: Path) -> None:
+    """Before: tarfile, gzip, tempfile (with shutil, bz2, lzma and random) and traceback were
+    imported by every analyze, for a bundle archive, a report file or --debug it had not."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+    for _ in range(2):  # the first run writes the cache files (through tempfile)
+        done = subprocess.run([sys.executable, "-c", _MODULES, "analyze",
+                               str(FIXTURES / "cuda-oom"), "-o", "json"], env=env,
+                              cwd=str(ROOT), capture_output=True, text=True, timeout=120)
+    assert json.loads(done.stdout)["pods"]
+    modules = set(done.stderr.split())
+    unused = {"tarfile", "gzip", "zipfile", "tempfile", "shutil", "bz2", "lzma", "random",
+              "traceback"}
+    assert not modules & unused, sorted(modules & unused)

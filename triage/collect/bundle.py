@@ -27,7 +27,6 @@ import json
 import os
 import re
 import stat
-import tempfile
 import zlib
 from collections import deque
 from collections.abc import Iterator
@@ -642,6 +641,8 @@ def write(snapshot: Snapshot, out: Path) -> None:
         return
     out.parent.mkdir(parents=True, exist_ok=True)
     # Write next to the target and rename: a failed collect leaves no half bundle.
+    import tempfile  # as tarfile: only a bundle written needs it (it brings shutil, random)
+
     fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
     try:
         with os.fdopen(fd, "wb") as raw:

@@ -10,13 +10,10 @@ from __future__ import annotations
 
 import errno
 import os
-import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
-import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -112,6 +109,8 @@ def guard(debug: bool) -> Iterator[None]:
         if _is_typer_exit(exc):
             raise
         if debug:
+            import traceback  # only for --debug: a plain run prints no traceback
+
             traceback.print_exc()
         fail(f"internal error: {exc or 'no message'} (rerun with --debug for the details)",
              EXIT_USAGE)
@@ -123,6 +122,8 @@ def terminal_width() -> int | None:
     if columns.isdigit() and int(columns) > 0:
         return int(columns)
     if sys.stdout.isatty():
+        import shutil  # only for a terminal (shutil brings bz2 and lzma)
+
         return shutil.get_terminal_size((120, 24)).columns
     return None
 
@@ -206,6 +207,8 @@ def write_atomically(path: Path, data: bytes) -> None:
     refused = not_a_report_file(path)
     if refused:
         raise OSError(errno.EPERM, f"{refused}: not replaced")
+    import tempfile  # only when a report file is written (tempfile brings shutil, random)
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
