@@ -1,13 +1,20 @@
-"""The standard library's ``re``: compiled code kept between runs of the program.
+"""Code the program makes at every start, kept between runs instead.
 
-``re`` parses and compiles a pattern in Python before its C engine (``_sre``) gets the
-result, a list of opcodes. The modules a short ``analyze`` imports compile a few dozen
-patterns at import (PyYAML's reader, resolver and constructor, ``json``, the log
-engine's byte patterns): about a tenth of the run, the same opcodes every time. As
-``triage/lazyregex.py`` does for ``regex``, the opcodes are kept in the user's cache
-directory, keyed by the interpreter (its exact version and ``_sre``'s magic number), the
-pattern and its flags, and handed to ``_sre`` directly next run. Anything unexpected (a
-damaged or foreign file, another interpreter) is a plain compile.
+- The standard library's ``re`` parses and compiles a pattern in Python before its C
+  engine (``_sre``) gets the result, a list of opcodes. The modules a short ``analyze``
+  imports compile a few dozen patterns at import (PyYAML's reader, resolver and
+  constructor, ``json``, the log engine's byte patterns): the same opcodes every time.
+  As ``triage/lazyregex.py`` does for ``regex``, they are kept, keyed by the pattern and
+  its flags, and handed to ``_sre`` directly next run; ``_sre`` checks what it is given.
+- ``dataclasses`` writes each class's ``__init__``, ``__repr__``, ``__eq__``, ``__hash__``
+  (and a frozen one's ``__setattr__`` and ``__delattr__``) as source text and compiles it:
+  about 50 classes made at import, the same texts every time. The code objects compiled
+  from those texts are kept, keyed by the text, and run instead of compiling it again.
+
+Both files are in the user's cache directory, named by the interpreter's exact version
+(and ``_sre``'s magic number), read only when the user owns them and nobody else may write
+them (a code object is run: the same trust as a ``.pyc``). Anything unexpected (a damaged
+or foreign file) is a plain compile.
 
 Installed by the program only (``triage.cli`` run as ``vllm-triage``), never when another
 program imports the package.
@@ -18,8 +25,10 @@ from __future__ import annotations
 import atexit
 import importlib
 import marshal
+import os
 import sys
 import threading
+import types
 from pathlib import Path
 from typing import Any
 
@@ -45,8 +54,24 @@ def _compiler() -> Any:
 
 def code_file() -> Path:
     magic = getattr(_compiler()._sre, "MAGIC", 0)
-    tag = f"{sys.implementation.cache_tag}-{sys.version.split()[0]}-{magic}"
-    return cache_dir() / f"re-{tag}.marshal"
+    return cache_dir() / f"re-{_interpreter()}-{magic}.marshal"
+
+
+def dataclass_file() -> Path:
+    return cache_dir() / f"dataclass-{_interpreter()}.marshal"
+
+
+def _interpreter() -> str:
+    return f"{sys.implementation.cache_tag}-{sys.version.split()[0]}"
+
+
+def _read(path: Path) -> Any:
+    """The file's marshalled content, if this user alone can have written it."""
+    with open(path, "rb") as fh:
+        info = os.fstat(fh.fileno())
+        if info.st_uid != os.getuid() or info.st_mode & 0o022:
+            raise PermissionError(f"{path}: not this user's own")
+        return marshal.loads(fh.read())
 
 
 class _Recorder:
@@ -74,7 +99,7 @@ def install() -> None:
     if isinstance(real_sre, _Recorder):
         return
     try:
-        loaded = marshal.loads(code_file().read_bytes())
+        loaded = _read(code_file())
         _CODE.update({(bytes if isinstance(p, bytes) else str, p, int(f)): tuple(a)
                       for (p, f), a in loaded.items()})
     except Exception:  # absent, damaged, or from another Python
@@ -102,7 +127,7 @@ def install() -> None:
             except ValueError:
                 return compiled
             with _LOCK:
-                if not _NEW:
+                if not _NEW and not _NEW_FUNCTIONS:
                     atexit.register(_save)
                 _NEW[key] = record
         return compiled
@@ -110,6 +135,7 @@ def install() -> None:
     module._sre = _Recorder(real_sre)
     module.compile = compile
     _INSTALLED.append((module, real_compile, real_sre))
+    _install_dataclasses()
 
 
 def uninstall() -> None:
@@ -117,12 +143,54 @@ def uninstall() -> None:
     if _INSTALLED:
         module, real_compile, real_sre = _INSTALLED.pop()
         module.compile, module._sre = real_compile, real_sre
+        import dataclasses
+
+        vars(dataclasses).pop("exec", None)
+
+
+_FUNCTIONS: dict[str, Any] = {}  # dataclasses' source text: its code object
+_NEW_FUNCTIONS: dict[str, Any] = {}
+
+
+def _install_dataclasses() -> None:
+    """dataclasses calls ``exec(text, globals, namespace)`` for every method it writes; a
+    module global named ``exec`` is found before the built-in one."""
+    import dataclasses
+
+    try:
+        loaded = _read(dataclass_file())
+        _FUNCTIONS.update({text: code for text, code in loaded.items()
+                           if isinstance(text, str) and isinstance(code, types.CodeType)})
+    except Exception:  # absent, damaged, or from another Python
+        _FUNCTIONS.clear()
+    real_exec = exec
+
+    def kept_exec(source: Any, globals: Any = None, locals: Any = None) -> None:
+        if isinstance(source, str):
+            code = _FUNCTIONS.get(source) or _NEW_FUNCTIONS.get(source)
+            if code is None:
+                code = compile(source, "<string>", "exec")  # as exec(source) compiles it
+                with _LOCK:
+                    if not _NEW and not _NEW_FUNCTIONS:
+                        atexit.register(_save)
+                    _NEW_FUNCTIONS[source] = code
+            source = code
+        real_exec(source, globals, locals)
+
+    dataclasses.exec = kept_exec  # type: ignore[attr-defined]
 
 
 def _save() -> None:
-    """Add this run's compiles to the file (replaced atomically; a read-only home is fine)."""
+    """Add this run's compiles to the files (replaced atomically; a read-only home is
+    fine). What a run makes from its input would grow a file without bound: past
+    _MAX_KEPT entries, a file keeps only this run's."""
     with _LOCK:
-        # Patterns made at run time (from input) would grow the file without bound.
-        kept = {**_CODE, **_NEW} if len(_CODE) + len(_NEW) <= _MAX_KEPT else dict(_NEW)
-        merged = {(p, f): a for (_, p, f), a in kept.items()}
-    write_atomically(code_file(), marshal.dumps(merged))
+        if _NEW:
+            kept = {**_CODE, **_NEW} if len(_CODE) + len(_NEW) <= _MAX_KEPT else dict(_NEW)
+            write_atomically(code_file(), marshal.dumps(
+                {(p, f): a for (_, p, f), a in kept.items()}))
+        if _NEW_FUNCTIONS:
+            functions = {**_FUNCTIONS, **_NEW_FUNCTIONS}
+            if len(functions) > _MAX_KEPT:
+                functions = dict(_NEW_FUNCTIONS)
+            write_atomically(dataclass_file(), marshal.dumps(functions))
