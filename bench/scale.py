@@ -4,7 +4,7 @@ measured in the same run (see bench/README.md).
     python -m bench.scale cluster [--pods 20000] [--namespace-pods 3000]
     python -m bench.scale namespace [--namespace-pods 3000]
     python -m bench.scale dense [--mib 64]
-    python -m bench.scale startup [--runs 5]
+    python -m bench.scale startup [--runs 5] [--src CHECKOUT]
     python -m bench.scale all
 
 cluster: a cluster of N production-sized pods (about 7 KB each: managedFields,
@@ -197,15 +197,23 @@ def bench_dense(mib: int, tmp: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def bench_startup(runs: int) -> list[dict[str, Any]]:
+def bench_startup(runs: int, src: str | None = None) -> list[dict[str, Any]]:
     """analyze of the quick-start fixture against kubectl version --client, run in turn
     so that both see the same load; wall time (the target) and CPU time (which a loaded
-    machine disturbs less), with the interpreter's own start as the floor."""
+    machine disturbs less), with the interpreter's own start as the floor. ``src``: a
+    checkout whose ``triage`` is run instead (another commit, measured in the same
+    minutes; its ``patterns`` directory must be beside its ``triage``)."""
     env = clean_env()
+    if src:
+        env["PYTHONPATH"] = src
     tool, kubectl, python = [], [], []
     for _ in range(runs):
-        tool.append(measure(cli("analyze", str(ROOT / "fixtures" / "cuda-oom"), "-o", "json"),
-                            env))
+        cmd = cli("analyze", str(ROOT / "fixtures" / "cuda-oom"), "-o", "json")
+        if src:
+            cmd.insert(1, "-P")  # the working directory (this checkout) not first on the path
+        tool.append(measure(cmd, env))
+        if not tool[-1].stdout.strip():  # an error (a checkout without its patterns) is no run
+            raise SystemExit(f"analyze wrote no report (exit {tool[-1].exit_code})")
         kubectl.append(measure(["kubectl", "version", "--client"], env))
         python.append(measure([sys.executable, "-c", "pass"], env))
 
@@ -216,7 +224,7 @@ def bench_startup(runs: int) -> list[dict[str, Any]]:
     return [{"what": "analyze fixtures/cuda-oom (start-up)", "tool_s": t, "tool_cpu_s": tc,
              "tool_rss_mb": max(r.peak_rss_mb for r in tool), "baseline":
              "kubectl version --client", "baseline_s": k, "baseline_cpu_s": kc,
-             "ratio": round(t / k, 1), "cpu_ratio": round(tc / max(kc, 0.001), 1),
+             "ratio": round(t / k, 2), "cpu_ratio": round(tc / max(kc, 0.001), 2),
              "interpreter_s": med(python, "wall_s"), "runs": runs}]
 
 
@@ -227,12 +235,13 @@ def main() -> int:
     parser.add_argument("--namespace-pods", type=int, default=3_000)
     parser.add_argument("--mib", type=int, default=64)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--src", help="startup: run the triage package of this checkout")
     args = parser.parse_args()
     warm_up()
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
         if args.what in ("startup", "all"):
-            rows += bench_startup(args.runs)
+            rows += bench_startup(args.runs, args.src)
         if args.what in ("dense", "all"):
             rows += bench_dense(args.mib, Path(tmp))
         if args.what in ("cluster", "all"):

@@ -5,6 +5,7 @@ neither imported nor compiled; counted here, never timed (bench/scale.py times i
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -30,9 +31,11 @@ from triage.rules.loader import REGEX_FLAGS, load_patterns
 
 # Modules analyze -o json has no use for: other commands' implementations (lint, watch,
 # the live collector with the kubernetes client), the other writers (the HTML page and
-# its charts, the table's rich), typer's pydantic coercion.
+# its charts, the table's rich), typer and click (a plainly written analyze is parsed
+# without them: triage/commands/offline.py), the archive modules (a fixture is a directory).
 NOT_FOR_ANALYZE = (
     "kubernetes", "urllib3", "httpx", "prometheus_client", "pydantic", "pydantic_core", "rich",
+    "typer", "click", "tarfile", "gzip", "zipfile",
     "triage.collect.live", "triage.collect.prometheus", "triage.collect.manifests",
     "triage.manifest", "triage.report.html", "triage.report.svg", "triage.report.table",
     "triage.report.markdown", "triage.report.lint", "triage.report.lint_writers",
@@ -79,6 +82,7 @@ def test_why_analyze_imports_only_what_it_uses(tmp_path: Path) -> None:
     loaded = [m for m in probe["modules"]
               if any(m == bad or m.startswith(bad + ".") for bad in NOT_FOR_ANALYZE)]
     assert loaded == [], loaded
+    assert len(probe["modules"]) <= 210, len(probe["modules"])  # 251 with typer, 207 now
     # The pattern files' regexes compile on first use (after the log prefilter); a few
     # dozen run on this pod, not the few hundred the files hold.
     shipped = {leaf.pattern for p in load_patterns().patterns for leaf in _regexes(p)}
@@ -220,3 +224,72 @@ def test_importing_the_analysis_compiles_almost_nothing(tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=120).stdout
     compiled = json.loads(out)
     assert len(compiled) <= 20, compiled
+
+
+def test_shipped_fix_expressions_and_examples_are_read_when_used() -> None:
+    """A shipped file's fix expressions are parsed when a fix is computed with them and
+    its whole-rule examples read when asked for (``patterns --test``, the tests): before,
+    every load parsed 173 expressions and 480 examples a triage never uses. Read, they
+    are what a checked load gives."""
+    from triage.rules.fixlang import LazyExpression
+    from triage.rules.language import Deferred
+
+    lazy, checked = load_patterns().by_id(), load_patterns(check_builtin=True).by_id()
+    exprs = [e for p in lazy.values() for case in p.fix for _, e in case.values]
+    assert exprs and all(isinstance(e, LazyExpression) and e._parsed is None for e in exprs)
+    assert all(isinstance(p.examples, Deferred) and p.examples._read is not None
+               for p in lazy.values())
+    for pid, p in lazy.items():
+        assert tuple(p.examples) == tuple(checked[pid].examples), pid
+        def said(e: Any) -> tuple[str, str, frozenset[str]]:
+            return str(e.text), ast.dump(e.tree), e.names
+
+        assert [[(n, said(e.parsed())) for n, e in c.values] for c in p.fix] == \
+            [[(n, said(e)) for n, e in c.values] for c in checked[pid].fix], pid
+
+
+_DATACLASS_PROBE = """
+import dataclasses, json, sys
+made = []
+real = dataclasses._process_class
+def counted(cls, *args, **kw):
+    made.append(cls.__module__ + "." + cls.__qualname__)
+    return real(cls, *args, **kw)
+dataclasses._process_class = counted
+import triage.cli, triage.commands.offline, triage.pipeline, triage.collect.bundle
+print(json.dumps(made))
+"""
+
+
+def test_the_pattern_language_makes_no_dataclass_at_import() -> None:
+    """A frozen dataclass execs six generated methods when its class is made (about 0.3 ms
+    each class, 17 in the pattern language alone); its nodes are ``@node`` classes now
+    (``triage/rules/node.py``).
+    65 dataclasses were made importing what analyze runs, 49 now."""
+    out = subprocess.run([sys.executable, "-c", _DATACLASS_PROBE], cwd=str(ROOT), check=True,
+                         capture_output=True, text=True, timeout=120).stdout
+    made = json.loads(out)
+    assert [m for m in made if m.startswith("triage.rules.language.")] == [
+        "triage.rules.language.Pattern"], made  # dataclasses.replace'd by callers
+    assert len(made) <= 49, made
+
+
+def test_node_classes_behave_as_frozen_dataclasses() -> None:
+    from triage.rules.language import Comparison, Example, FactLeaf
+
+    a = FactLeaf("x", Comparison("gt", 3))
+    b = FactLeaf(name="x", comparison=Comparison(op="gt", value=3))
+    assert a == b and hash(a) == hash(b) and {a: 1}[b] == 1
+    assert a != FactLeaf("y", None) and a != ("x", Comparison("gt", 3))
+    assert repr(a) == ("FactLeaf(name='x', comparison=Comparison(op='gt', value=3, "
+                       "fact_ref=None, times=1.0, plus=0.0))")
+    with pytest.raises(AttributeError):
+        a.name = "y"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        FactLeaf("x")  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        FactLeaf("x", None, 3)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        FactLeaf("x", None, other=1)  # type: ignore[call-arg]
+    one, two = Example("n", True), Example("n", True)
+    assert one == two and one.pod == {} and one.pod is not two.pod  # a fresh dict each

@@ -5,7 +5,6 @@ Hyperscan databases). Every one is derived again when absent or unreadable."""
 from __future__ import annotations
 
 import os
-import tempfile
 from contextlib import suppress
 from pathlib import Path
 
@@ -19,6 +18,8 @@ def write_atomically(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` in one step, so a run beside this one never reads a
     half-written file; a read-only or full home writes nothing (the next run derives it
     again), and no temporary file is left behind."""
+    import tempfile  # only when a cache file is written (tempfile brings shutil and random)
+
     with suppress(OSError):
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", suffix=".tmp", dir=path.parent)

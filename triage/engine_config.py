@@ -58,6 +58,8 @@ _VAR_REF = lazyregex.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 
 @dataclass
 class EngineConfig:
+    """vLLM's engine flags as the container sets them, and where."""
+
     model: str | None = None
     flags: dict[str, str] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)  # flag -> "args" | "config <file>"

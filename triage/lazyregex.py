@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import marshal
+import re
 import threading
 from pathlib import Path
 from typing import Any, cast
@@ -107,11 +108,13 @@ def _leading_flags(pattern: str) -> int | None:
 
 
 _LETTERS = {"i": regex.IGNORECASE, "m": regex.MULTILINE, "s": regex.DOTALL, "x": regex.VERBOSE}
-_LEADING = regex.compile(r"\(\?([imsx]+)\)")
+# The standard library's re for these two: `regex` compiles in Python, several times slower,
+# and they run at import.
+_LEADING = re.compile(r"\(\?([imsx]+)\)")
 
 # An inline flag group that sets a flag for the whole pattern ((?i), (?s-m), not (?i:...)
 # nor (?P<name>...)): the pattern's flags are then known only once it is compiled.
-_INLINE_FLAGS = regex.compile(r"\(\?(?!P[<=>])[a-zA-Z^-]+\)")
+_INLINE_FLAGS = re.compile(r"\(\?(?!P[<=>])[a-zA-Z^-]+\)")
 _IMPLIED: dict[int, int] = {}
 
 

@@ -104,6 +104,8 @@ _PREFIX_LINES = lazyregex.compile(r"^" + _PREFIX_PARTS, regex.VERBOSE | regex.MU
 
 @dataclass(frozen=True, slots=True)
 class LogLine:
+    """One line of a log, as read and parsed."""
+
     number: int  # 1-based line number in the log as read
     raw: str  # the line as printed (cut to MAX_LINE_CHARS), ANSI and control bytes removed
     level: str | None  # DEBUG/INFO/WARNING/ERROR/CRITICAL, None for unprefixed lines
@@ -271,6 +273,8 @@ class QuerySet:
 
 @dataclass
 class Hit:
+    """One match of a query: its line, groups and context."""
+
     line: LogLine
     groups: tuple[str | None, ...]  # group 0 and the regex's groups, from the message
     span: tuple[int, int]  # where group 0 is in the message
@@ -320,6 +324,8 @@ def _parse_raw(number: int, raw: bytes) -> LogLine:
 
 @dataclass
 class QueryResult:
+    """What a query found in one log: how many lines, the first and last."""
+
     count: int = 0  # lines that matched
     first: list[Hit] = field(default_factory=list)  # the first KEEP_FIRST, with context
     # The last keep_last (a list once the scan is done: a deque costs a 64-slot block each,
@@ -677,6 +683,8 @@ def _code_ident(code: Any) -> tuple[Any, ...]:
 
 @dataclass(frozen=True)
 class _Kinds:
+    """A block's queries, by how they are decided."""
+
     per_line: frozenset[Key]  # decided per distinct line (digits aside)
     spanning: frozenset[Key]  # may span lines: decided per distinct run of three lines
     exact: _Engine | None  # name digits: searched on the block's own lines

@@ -153,6 +153,8 @@ def describe(name: str, value: float) -> str:
 
 @dataclass
 class Histogram:
+    """A Prometheus histogram: cumulative buckets, sum and count."""
+
     buckets: dict[float, float] = field(default_factory=dict)  # le -> cumulative count
     total: float = 0.0
     count: float = 0.0

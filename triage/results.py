@@ -153,6 +153,8 @@ class Location:
 
 @dataclass(frozen=True)
 class Finding:
+    """One pattern that matched a pod, with its evidence and fix."""
+
     id: str
     severity: Severity
     title: str
@@ -245,6 +247,8 @@ class WindowSeries:
 
 @dataclass(frozen=True)
 class PodResult:
+    """One pod's findings, checklist and facts."""
+
     name: str
     namespace: str
     phase: str
@@ -321,6 +325,8 @@ class WorkloadPatch:
 
 @dataclass(frozen=True)
 class StepResult:
+    """One checklist step's verdict and evidence."""
+
     step: int
     title: str
     verdict: Verdict
@@ -349,6 +355,8 @@ class BesideFinding:
 
 @dataclass(frozen=True)
 class Unreadable:
+    """Something the run could not read, and why."""
+
     what: str
     reason: str
 
@@ -364,6 +372,8 @@ class PrometheusSource:
 
 @dataclass(frozen=True)
 class Report:
+    """The whole report: every pod's result and what was unreadable."""
+
     tool_version: str
     generated_at: str
     context: str | None

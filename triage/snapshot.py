@@ -234,6 +234,8 @@ parse_rfc3339 = parse_time  # one parser of the API's times, in the lowest layer
 
 @dataclass(frozen=True)
 class EventTimes:
+    """When an event was first and last seen, and how often."""
+
     first: str | None  # RFC 3339, as the event says
     last: str | None
     count: int

@@ -22,19 +22,16 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import gzip
 import io
 import json
 import os
 import re
 import stat
-import tarfile
-import tempfile
 import zlib
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import yaml
 
@@ -53,6 +50,9 @@ from triage.snapshot import (
     Snapshot,
     meta,
 )
+
+if TYPE_CHECKING:
+    import tarfile  # imported where an archive is read or written: a directory needs none
 
 # libyaml's safe loader where PyYAML has it (a fixture's YAML objects parse several times
 # faster); the pure-Python SafeLoader otherwise. Both build plain data, no objects.
@@ -182,6 +182,9 @@ def _tar_stream(path: Path) -> Iterator[tarfile.TarFile]:
     raises EOFError when the stream was cut short; tarfile's own stream reader ends
     quietly at the cut, and a bundle cut between two members would read as a smaller,
     whole one."""
+    import gzip
+    import tarfile
+
     with open(path, "rb") as probe:
         gzipped = probe.read(2) == b"\x1f\x8b"
     if not gzipped:
@@ -272,6 +275,8 @@ def load(path: Path) -> Snapshot:
     if not stat.S_ISREG(info.st_mode):
         raise InputError(f"{path}: not a regular file or directory (a FIFO or a device?); "
                          "give a bundle or a directory")
+    import tarfile
+
     try:
         source: _Source = _TarSource(path)
     except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
@@ -614,6 +619,8 @@ def write(snapshot: Snapshot, out: Path) -> None:
     top = PurePosixPath("vllm-triage-bundle")
 
     def archive(raw: BinaryIO) -> None:
+        import tarfile
+
         with tarfile.open(fileobj=raw, mode="w:gz") as tar:
             for name, data in members:
                 info = tarfile.TarInfo(str(top / name))
@@ -634,6 +641,8 @@ def write(snapshot: Snapshot, out: Path) -> None:
         return
     out.parent.mkdir(parents=True, exist_ok=True)
     # Write next to the target and rename: a failed collect leaves no half bundle.
+    import tempfile  # as tarfile: only a bundle written needs it (it brings shutil, random)
+
     fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
     try:
         with os.fdopen(fd, "wb") as raw:

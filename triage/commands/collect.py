@@ -9,15 +9,14 @@ from typing import Annotated
 import typer
 
 from triage.collect import InputError, outfile
-from triage.commands.common import (
+from triage.commands.common import Output, PrometheusArgs, guard, live_collector, progress, say
+from triage.commands.options import (
     AllNsOpt,
     ContextOpt,
     DebugOpt,
     KubeconfigOpt,
     NamespaceOpt,
-    Output,
     PromCaOpt,
-    PrometheusArgs,
     PrometheusOpt,
     PromInsecureOpt,
     PromPasswordOpt,
@@ -27,10 +26,6 @@ from triage.commands.common import (
     SinceOpt,
     TailOpt,
     TimeoutOpt,
-    guard,
-    live_collector,
-    progress,
-    say,
 )
 
 

@@ -10,22 +10,18 @@ from __future__ import annotations
 
 import errno
 import os
-import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
-import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import regex
-import typer
 
 from triage import lazyregex
 from triage.collect import CollectError, InputError, outfile
@@ -65,7 +61,16 @@ def say(message: str) -> None:
 
 def fail(message: str, code: int) -> None:
     say(f"vllm-triage: error: {message}")
-    raise typer.Exit(code)
+    # SystemExit, not typer.Exit: analyze runs without typer (triage/commands/offline.py);
+    # click lets it through as the same exit code.
+    raise SystemExit(code)
+
+
+def _is_typer_exit(exc: BaseException) -> bool:
+    """A command's own ``raise typer.Exit(n)``: an exit, not an internal error (no typer
+    imported, no typer.Exit raised)."""
+    typer = sys.modules.get("typer")
+    return typer is not None and isinstance(exc, typer.Exit)
 
 
 _DURATION = lazyregex.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s?)?$")
@@ -94,8 +99,6 @@ def guard(debug: bool) -> Iterator[None]:
     """Turn every failure into one clear line and an exit code; never a traceback."""
     try:
         yield
-    except typer.Exit:
-        raise
     except CollectError as exc:
         fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
@@ -103,7 +106,11 @@ def guard(debug: bool) -> Iterator[None]:
     except Terminated:
         fail("terminated", 143)
     except Exception as exc:
+        if _is_typer_exit(exc):
+            raise
         if debug:
+            import traceback  # only for --debug: a plain run prints no traceback
+
             traceback.print_exc()
         fail(f"internal error: {exc or 'no message'} (rerun with --debug for the details)",
              EXIT_USAGE)
@@ -115,6 +122,8 @@ def terminal_width() -> int | None:
     if columns.isdigit() and int(columns) > 0:
         return int(columns)
     if sys.stdout.isatty():
+        import shutil  # only for a terminal (shutil brings bz2 and lzma)
+
         return shutil.get_terminal_size((120, 24)).columns
     return None
 
@@ -198,6 +207,8 @@ def write_atomically(path: Path, data: bytes) -> None:
     refused = not_a_report_file(path)
     if refused:
         raise OSError(errno.EPERM, f"{refused}: not replaced")
+    import tempfile  # only when a report file is written (tempfile brings shutil, random)
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -266,23 +277,7 @@ def progress() -> Iterator[Callable[[str], None]]:
         yield lambda msg: status.update(f"collecting: {sanitize(msg)}")
 
 
-# Metavars as kubectl writes them (NAMESPACE, FILE, DURATION), never Python types.
-NamespaceOpt = Annotated[str | None, typer.Option(
-    "-n", "--namespace", metavar="NAMESPACE",
-    help="Namespace to scan (default: the kubeconfig context's).")]
-AllNsOpt = Annotated[bool, typer.Option("-A", "--all-namespaces", help="Scan every namespace.")]
-KubeconfigOpt = Annotated[str | None, typer.Option(
-    "--kubeconfig", metavar="FILE", help="Path to the kubeconfig file (default: $KUBECONFIG, "
-    "~/.kube/config, or the in-cluster service account).")]
-ContextOpt = Annotated[str | None, typer.Option(
-    "--context", metavar="CONTEXT", help="Kubeconfig context to use.")]
-ContextsOpt = Annotated[list[str] | None, typer.Option(
-    "--context", metavar="CONTEXT", help="Kubeconfig context to use; repeat it to read "
-    "several clusters in parallel (one section, or one triage loop, per cluster).")]
-AllContextsOpt = Annotated[bool, typer.Option(
-    "--all-contexts", help="Every context of the kubeconfig (one section, or one triage "
-    "loop, per cluster).")]
-def _label_selector(value: str | None) -> str | None:
+def check_label_selector(value: str | None) -> str | None:
     """-l is a valid label selector, checked before any request is made."""
     from triage.labelselector import SelectorError, check
 
@@ -293,18 +288,10 @@ def _label_selector(value: str | None) -> str | None:
     return value
 
 
-SelectorOpt = Annotated[str | None, typer.Option(
-    "-l", "--selector", metavar="SELECTOR", callback=_label_selector,
-    help="Label selector for the vLLM pods (e.g. app=vllm); selected pods are triaged even "
-    "when their image does not name vLLM.")]
-TimeoutOpt = Annotated[str, typer.Option(
-    "--request-timeout", metavar="DURATION", help="Wall-time limit of each API request, answer "
-    "included (30s, 1m; 0 for an hour).")]
 MAX_TAIL_LINES = 200000
-TailOpt = Annotated[int, typer.Option(
-    "--tail-lines", metavar="N", help=f"Log lines read per container log (1 to "
-    f"{MAX_TAIL_LINES}).")]
-def _pattern_dirs(value: list[Path] | None) -> list[Path] | None:
+
+
+def check_pattern_dirs(value: list[Path] | None) -> list[Path] | None:
     """--patterns names directories that exist: a typo is a usage error before anything
     is read, never a run without the patterns it meant."""
     for directory in value or []:
@@ -315,52 +302,7 @@ def _pattern_dirs(value: list[Path] | None) -> list[Path] | None:
     return value
 
 
-PatternsOpt = Annotated[list[Path] | None, typer.Option(
-    "--patterns", metavar="DIR", callback=_pattern_dirs,
-    help="Extra directory of pattern files (repeatable); a file with the id of a built-in "
-    "pattern replaces it.")]
 FORMATS = ", ".join(o.value for o in Output)
-OutputOpt = Annotated[str, typer.Option(
-    "-o", "--output", metavar="FORMAT", help=f"Report format: {FORMATS}.",
-    autocompletion=lambda: [o.value for o in Output])]
-QuietOpt = Annotated[bool, typer.Option(
-    "-q", "--quiet", help="With --output-file: print nothing but errors (no table).")]
-FailOnOpt = Annotated[str, typer.Option(
-    "--fail-on", metavar="LEVEL", help="What exits 1: critical (a failing step or a critical "
-    "finding) or warning (also a step to review, a warning finding).",
-    autocompletion=lambda: ["critical", "warning"])]
-DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks on internal errors.")]
-PrometheusOpt = Annotated[str | None, typer.Option(
-    "--prometheus", metavar="URL|auto", help="Also ask this Prometheus (http(s)://host:port) "
-    "about latency, the queue and the GPUs over --since; 'auto' finds a Prometheus Service in "
-    "the cluster and asks it through the API server's service proxy.")]
-SinceOpt = Annotated[str, typer.Option(
-    "--since", metavar="DURATION",
-    help="The window Prometheus is asked about, ending now (30m, 2h, 1h30m).")]
-PromTokenOpt = Annotated[str | None, typer.Option(
-    "--prometheus-token", metavar="TOKEN", envvar="VLLM_TRIAGE_PROMETHEUS_TOKEN",
-    show_envvar=True,
-    help="Bearer token for --prometheus URL.")]
-PromUserOpt = Annotated[str | None, typer.Option(
-    "--prometheus-user", metavar="USER", envvar="VLLM_TRIAGE_PROMETHEUS_USER", show_envvar=True,
-    help="Basic-auth user for --prometheus URL.")]
-PromPasswordOpt = Annotated[str | None, typer.Option(
-    "--prometheus-password", metavar="PASSWORD", envvar="VLLM_TRIAGE_PROMETHEUS_PASSWORD",
-    show_envvar=True,
-    help="Basic-auth password for --prometheus URL (prefer the environment variable).")]
-PromCaOpt = Annotated[Path | None, typer.Option(
-    "--prometheus-ca-file", metavar="FILE",
-    help="CA bundle that signed --prometheus URL's certificate.")]
-PromInsecureOpt = Annotated[bool, typer.Option(
-    "--prometheus-insecure-skip-tls-verify",
-    help="Do not check --prometheus URL's certificate (like kubectl's "
-    "--insecure-skip-tls-verify).")]
-OutputFileOpt = Annotated[Path | None, typer.Option(
-    "--output-file", metavar="FILE", help="Write the report to this file (the terminal still "
-    "gets the table, unless --quiet).")]
-FixDirOpt = Annotated[Path | None, typer.Option(
-    "--fix-dir", metavar="DIR", help="Write one reviewable patch file per workload into DIR, "
-    "with the kubectl patch / kubectl diff commands for it (never applied by vllm-triage).")]
 
 
 def report_format(text: str) -> Output:
@@ -397,6 +339,8 @@ def parse_window(text: str) -> float:
 
 @dataclass(frozen=True)
 class PrometheusArgs:
+    """The --prometheus options as given."""
+
     url: str | None = None
     since: str = "30m"
     token: str | None = None

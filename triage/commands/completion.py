@@ -23,9 +23,10 @@ import typer
 from typer._completion_classes import BashComplete, FishComplete, ZshComplete
 
 from triage.collect import InputError
-from triage.commands.common import DebugOpt, guard
+from triage.commands.common import guard
+from triage.commands.flags import COMPLETE_VAR
+from triage.commands.options import DebugOpt
 
-COMPLETE_VAR = "_VLLM_TRIAGE_COMPLETE"
 PROG = "vllm-triage"
 SHELLS: dict[str, type[BashComplete | ZshComplete | FishComplete]] = {
     "bash": BashComplete, "zsh": ZshComplete, "fish": FishComplete}

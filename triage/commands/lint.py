@@ -14,16 +14,8 @@ from typing import Annotated
 import regex
 import typer
 
-from triage.commands.common import (
-    EXIT_OK,
-    EXIT_USAGE,
-    DebugOpt,
-    PatternsOpt,
-    fail,
-    guard,
-    say,
-    use_color,
-)
+from triage.commands.common import EXIT_OK, EXIT_USAGE, fail, guard, say, use_color
+from triage.commands.options import DebugOpt, PatternsOpt
 
 EPILOG = """\
 \b

@@ -6,7 +6,8 @@ from typing import Annotated
 
 import typer
 
-from triage.commands.common import EXIT_OK, EXIT_USAGE, PatternsOpt, say
+from triage.commands.common import EXIT_OK, EXIT_USAGE, say
+from triage.commands.options import PatternsOpt
 from triage.sanitize import sanitize
 
 

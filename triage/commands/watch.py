@@ -12,6 +12,14 @@ import typer
 from triage.collect import InputError
 from triage.commands.common import (
     EXIT_OK,
+    PrometheusArgs,
+    Terminated,
+    guard,
+    parse_duration,
+    prometheus_options,
+    say,
+)
+from triage.commands.options import (
     AllContextsOpt,
     AllNsOpt,
     ContextsOpt,
@@ -20,7 +28,6 @@ from triage.commands.common import (
     NamespaceOpt,
     PatternsOpt,
     PromCaOpt,
-    PrometheusArgs,
     PrometheusOpt,
     PromInsecureOpt,
     PromPasswordOpt,
@@ -29,12 +36,7 @@ from triage.commands.common import (
     SelectorOpt,
     SinceOpt,
     TailOpt,
-    Terminated,
     TimeoutOpt,
-    guard,
-    parse_duration,
-    prometheus_options,
-    say,
 )
 
 if TYPE_CHECKING:

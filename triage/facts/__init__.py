@@ -61,6 +61,8 @@ class Unmeasurable(Exception):
 
 @dataclass(frozen=True)
 class Fact:
+    """One measured fact about a pod or container."""
+
     name: str
     value: Any
     unit: str
@@ -75,6 +77,8 @@ class Fact:
 
 @dataclass(frozen=True)
 class FactSpec:
+    """What a fact is: its unit, scope and meaning."""
+
     name: str
     unit: str
     scope: str

@@ -62,6 +62,8 @@ class Truth(Enum):
 
 @dataclass(frozen=True)
 class Outcome:
+    """A condition's truth and the evidence for it."""
+
     truth: Truth
     evidence: tuple[str, ...] = ()
     reason: str = ""  # why, when unknown

@@ -81,6 +81,8 @@ class Missing:
 
 @dataclass(frozen=True)
 class Expression:
+    """A parsed fix expression and the names it reads."""
+
     text: str
     tree: ast.expr
     names: frozenset[str]
@@ -92,6 +94,26 @@ class Expression:
             return Missing(exc.name)
         except (ArithmeticError, TypeError, ValueError) as exc:
             raise FixLanguageError(f"{self.text!r}: {exc}") from None
+
+
+class LazyExpression:
+    """A shipped pattern's expression, parsed when a fix is first computed with it: most
+    runs compute a fix or two, and the tests and ``vllm-triage patterns`` parse and check
+    every one at load (``load_patterns(check_builtin=True)``)."""
+
+    __slots__ = ("_parsed", "text")
+
+    def __init__(self, text: str | int | float) -> None:
+        self.text = text
+        self._parsed: Expression | None = None
+
+    def parsed(self) -> Expression:
+        if self._parsed is None:
+            self._parsed = parse_expression(self.text)
+        return self._parsed
+
+    def evaluate(self, scope: Mapping[str, Any]) -> Any:
+        return self.parsed().evaluate(scope)
 
 
 class _MissingName(Exception):

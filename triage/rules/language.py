@@ -10,10 +10,12 @@ these from YAML and checks every name; ``triage.rules.evaluate`` runs them.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from triage.results import Severity, Verdict
+from triage.rules.node import node
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL", "NONE")
 # By default a log leaf ignores lines that vLLM itself logged at INFO/DEBUG:
@@ -27,8 +29,10 @@ COMPARISONS = ("equals", "not_equals", "in", "not_in", "regex", *NUMERIC_OPS, "b
 EVENT_ABOUT = ("pod", "owner", "any")
 
 
-@dataclass(frozen=True)
+@node
 class Comparison:
+    """How a leaf's value is compared (an operator and a value)."""
+
     op: str
     value: Any
     # Compare against another fact's value instead of a constant: ``lt: {fact: NAME}``.
@@ -48,8 +52,10 @@ class Comparison:
             return None
 
 
-@dataclass(frozen=True)
+@node
 class LogLeaf:
+    """A log regex, on a stream and at levels."""
+
     regex: Any  # compiled regex.Pattern
     stream: str = "any"
     levels: tuple[str, ...] = DEFAULT_LOG_LEVELS
@@ -57,48 +63,58 @@ class LogLeaf:
     context: int = 1
 
 
-@dataclass(frozen=True)
+@node
 class FieldLeaf:
+    """A field of a container, pod or node."""
+
     scope: str  # "container" | "pod" | "node"
     field: str  # as written: lastState.terminated.reason, metadata.labels["nvidia.com/gpu"]
     path: tuple[str, ...]  # the keys to follow
     comparison: Comparison | None  # None: display the value when it is set
 
 
-@dataclass(frozen=True)
+@node
 class EventLeaf:
+    """A Kubernetes event by reason, message and type."""
+
     reason: Any | None
     message: Any | None
     type: str | None
     about: str = "pod"
 
 
-@dataclass(frozen=True)
+@node
 class NodeConditionLeaf:
+    """A node condition and its status."""
+
     condition: str
     status: str = "True"
 
 
-@dataclass(frozen=True)
+@node
 class FactLeaf:
+    """A fact, compared or displayed."""
+
     name: str
     comparison: Comparison | None  # None: display the fact
 
 
-@dataclass(frozen=True)
+@node
 class MetricLeaf:
+    """A derived metric, compared or displayed."""
+
     name: str  # a derived metric, see triage.metrics.METRICS
     comparison: Comparison | None  # None: display the value when /metrics has it
 
 
-@dataclass(frozen=True)
+@node
 class FindingLeaf:
     """True when one of these findings was raised for the same pod."""
 
     ids: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@node
 class RootCauseLeaf:
     """Always true when a log exists: shows the last error that is not a wrapper."""
 
@@ -106,18 +122,24 @@ class RootCauseLeaf:
     lines: int = 8
 
 
-@dataclass(frozen=True)
+@node
 class AnyOf:
+    """True when one child is."""
+
     children: tuple[Condition, ...]
 
 
-@dataclass(frozen=True)
+@node
 class AllOf:
+    """True when every child is."""
+
     children: tuple[Condition, ...]
 
 
-@dataclass(frozen=True)
+@node
 class Not:
+    """The child's truth, negated."""
+
     child: Condition
 
 
@@ -127,7 +149,7 @@ Condition = (
 )
 
 
-@dataclass(frozen=True)
+@node
 class Escalation:
     """When ``when`` holds for the container that raised the finding, its step says ``verdict``."""
 
@@ -136,7 +158,7 @@ class Escalation:
     note: str
 
 
-@dataclass(frozen=True)
+@node
 class PatchSpec:
     """The edits a fix makes, as templates over its values (``triage.patches.Edits``)."""
 
@@ -147,7 +169,7 @@ class PatchSpec:
     spec: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@node
 class FixCase:
     """One way to fix a finding: when ``when`` holds (always, without one), compute
     ``values`` in order from facts, fill ``text`` and ``patch`` with them."""
@@ -160,7 +182,7 @@ class FixCase:
     commands: tuple[str, ...] = ()  # templates of kubectl commands that check or apply it
 
 
-@dataclass(frozen=True)
+@node
 class Example:
     """A whole-rule example: a small snapshot and whether the pattern reports on it."""
 
@@ -181,8 +203,50 @@ class Example:
     severity: str | None = None  # with reports: true, the severity it must be raised with
 
 
+class Deferred(Sequence["Example"]):
+    """A shipped pattern's whole-rule examples, read from its file when first asked for
+    (``vllm-triage patterns --test``, the tests): a run that only triages never reads them,
+    and they are most of the files' text."""
+
+    __slots__ = ("_items", "_read")
+
+    def __init__(self, read: Callable[[], tuple[Example, ...]]) -> None:
+        self._read: Callable[[], tuple[Example, ...]] | None = read
+        self._items: tuple[Example, ...] = ()
+
+    def _all(self) -> tuple[Example, ...]:
+        if self._read is not None:
+            self._items, self._read = self._read(), None
+        return self._items
+
+    @overload
+    def __getitem__(self, index: int) -> Example: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Example]: ...
+    def __getitem__(self, index: int | slice) -> Example | Sequence[Example]:
+        return self._all()[index]
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    def __iter__(self) -> Iterator[Example]:
+        return iter(self._all())
+
+    def __eq__(self, other: object) -> bool:
+        return self._all() == (tuple(other) if isinstance(other, Sequence) else other)
+
+    def __hash__(self) -> int:
+        return hash(self._all())
+
+    def __repr__(self) -> str:
+        return repr(self._all())
+
+
+# A dataclass: callers (the tests) derive variants with dataclasses.replace.
 @dataclass(frozen=True)
 class Pattern:
+    """One finding pattern, as loaded from its file."""
+
     id: str
     severity: Severity
     title: str
@@ -197,7 +261,7 @@ class Pattern:
     # same pod, this one is dropped (a more specific explanation won).
     yields_to: tuple[str, ...] = ()
     escalate: Escalation | None = None
-    examples: tuple[Example, ...] = ()
+    examples: Sequence[Example] = ()  # a Deferred for a shipped file
     references: tuple[str, ...] = ()
     # The milder form of a critical finding under the same id: when ``when``
     # does not hold but this does, the finding is raised as a warning
