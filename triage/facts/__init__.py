@@ -14,7 +14,7 @@ package; ``REGISTRY`` is what pattern files are checked against and what
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -40,7 +40,7 @@ from triage.startup import StartupReport, read_startup
 SCOPES = ("container", "pod", "node", "workload")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: thousands of pods hold their facts
 class Measured:
     """What a fact function returns: the value and the sentence saying where it came from."""
 
@@ -59,7 +59,7 @@ class Unmeasurable(Exception):
         self.reason = reason
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Fact:
     name: str
     value: Any
@@ -103,6 +103,11 @@ def fact(name: str, *, unit: str, scope: str, doc: str
     return register
 
 
+class LogsSettled(RuntimeError):
+    """A settled container's logs were asked for: a programming error (what the checklist
+    reads after a pod is settled is computed by ``ContainerContext.settle``)."""
+
+
 def stream_label(stream: str) -> str:
     return "previous log" if stream == PREVIOUS else "log"
 
@@ -134,6 +139,11 @@ class ContainerContext:
         # Every regex a scan of this container's logs answers in its one pass; one not
         # in here is searched on its own when asked for.
         self.queries = queries if queries is not None else LOG_QUERIES
+        # Values derived from the logs that are not facts (the stats lines' series), kept
+        # here so that a settled container still answers them.
+        self.memo: dict[str, Any] = {}
+        # Once settled: per log stream read, why it was unreadable (None: it was read).
+        self._settled: dict[str, str | None] | None = None
 
     def _index_name(self) -> str:
         for i, c in enumerate(workload.containers(self.pod)):
@@ -172,9 +182,13 @@ class ContainerContext:
     def log_failure(self, stream: str) -> str | None:
         """Why a log stream that exists could not be read; None when read or absent."""
         if self.snapshot.log(self.namespace, self.pod_name, self.name, stream) is not None:
-            index = self._logs.get(stream)
+            if self._settled is not None:
+                unreadable = self._settled.get(stream)
+            else:
+                index = self._logs.get(stream)
+                unreadable = index.unreadable if index is not None else None
             return (f"{stream_label(stream)} of {self.namespace}/{self.pod_name} ({self.name}): "
-                    f"{index.unreadable}") if index is not None and index.unreadable else None
+                    f"{unreadable}") if unreadable else None
         failed = self.snapshot.failure("logs", self.namespace, self.pod_name, self.name, stream)
         return str(failed) if failed else None
 
@@ -184,6 +198,9 @@ class ContainerContext:
     @cached_property
     def _logs(self) -> dict[str, LogIndex]:
         """Each log stream read, searched once for every query."""
+        if self._settled is not None:
+            raise LogsSettled(f"the logs of {self.namespace}/{self.pod_name} ({self.name}) "
+                              "were asked for after the pod was settled")
         out: dict[str, LogIndex] = {}
         for stream in (CURRENT, PREVIOUS):
             source = self.snapshot.log(self.namespace, self.pod_name, self.name, stream)
@@ -194,11 +211,33 @@ class ContainerContext:
     def release_logs(self) -> None:
         """Scan the logs (if nothing asked yet) and drop their bytes: what the steps
         and the report read from a log is in the scan's results."""
-        _ = self._logs
+        if self._settled is None:
+            _ = self._logs
         for stream in LOG_STREAMS:
             source = self.snapshot.log(self.namespace, self.pod_name, self.name, stream)
             if source is not None:
                 source.release()
+
+    def settle(self, keep: Iterable[str]) -> None:
+        """Drop what the pod's diagnosis read (the log scans, their startup reports, the
+        facts nobody reads again) once the pod is diagnosed and its report part built:
+        a namespace of thousands of pods holds each pod's until the report is written.
+        ``keep``: the facts read afterwards (the checklist's), computed now if not yet."""
+        kept = set(keep)
+        for name in kept:
+            self.fact(name)
+        self._settled = {s: index.unreadable for s, index in self._logs.items()}
+        for attr in ("_logs", "startup"):
+            self.__dict__.pop(attr, None)
+        self._own = {k: f for k, f in self._own.items() if k[0] in kept}
+        # Pod-scoped facts of this pod sit in the shared cache: the same pruning.
+        mine = self._key("pod")
+        for k in [k for k in self._shared if k[:-1] == mine and k[-1] not in kept]:
+            del self._shared[k]
+
+    @property
+    def settled(self) -> bool:
+        return self._settled is not None
 
     def log(self, stream: str) -> LogIndex | None:
         """The scanned log of a stream; None when it was not read."""
