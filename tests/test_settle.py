@@ -101,3 +101,18 @@ def test_facts_read_names_every_fact_the_steps_read() -> None:
     named |= set(re.findall(r"""workload_facts\(["']([a-z0-9_]+)["']\)""", body))
     assert named, "the steps read no fact: the pattern above no longer finds them"
     assert named <= set(steps.FACTS_READ), sorted(named - set(steps.FACTS_READ))
+
+
+@pytest.mark.parametrize("name", ["cuda-oom", "busy-namespace", "secrets-planted",
+                                  "request-queueing"])
+def test_json_written_a_pod_at_a_time_is_the_one_document(name: str) -> None:
+    import dataclasses
+    import json
+
+    from triage.report import json_report
+
+    report = pipeline.analyze(bundle.load(FIXTURES / name), [])
+    for r in (report, dataclasses.replace(report, pods=())):
+        whole = json.dumps(r.to_document(), indent=2, ensure_ascii=False) + "\n"
+        assert "".join(json_report.chunks(r)) == whole
+    assert len(list(json_report.chunks(report))) == len(report.pods) + 3

@@ -144,6 +144,8 @@ class ContainerContext:
         self.memo: dict[str, Any] = {}
         # Once settled: per log stream read, why it was unreadable (None: it was read).
         self._settled: dict[str, str | None] | None = None
+        # The shared cache's keys of this pod's pod-scoped facts (what settle prunes).
+        self._pod_keys: list[tuple[str, ...]] = []
 
     def _index_name(self) -> str:
         for i, c in enumerate(workload.containers(self.pod)):
@@ -230,10 +232,12 @@ class ContainerContext:
         for attr in ("_logs", "startup"):
             self.__dict__.pop(attr, None)
         self._own = {k: f for k, f in self._own.items() if k[0] in kept}
-        # Pod-scoped facts of this pod sit in the shared cache: the same pruning.
-        mine = self._key("pod")
-        for k in [k for k in self._shared if k[:-1] == mine and k[-1] not in kept]:
-            del self._shared[k]
+        # Pod-scoped facts of this pod sit in the shared cache: the same pruning (by
+        # the keys this context computed: the cache holds every pod's).
+        for k in self._pod_keys:
+            if k[-1] not in kept:
+                self._shared.pop(k, None)
+        self._pod_keys = []
 
     @property
     def settled(self) -> bool:
@@ -426,6 +430,8 @@ class ContainerContext:
                 found = Fact(name, None, spec.unit, f"{name} could not be measured: {exc.reason}",
                              unknown=exc.reason)
             cache[cache_key] = found
+            if spec.scope == "pod":
+                self._pod_keys.append(cache_key)
         return found
 
     def value(self, name: str) -> Any:

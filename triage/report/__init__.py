@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from triage import __version__, patches, workload
 from triage.facts import timeline
@@ -37,7 +37,7 @@ from triage.rules.evaluate import PodDiagnosis
 from triage.sanitize import sanitize
 from triage.snapshot import Snapshot, meta
 
-__all__ = ["Report", "Writer", "build", "pod_result", "writers"]
+__all__ = ["Report", "Writer", "build", "chunks", "pod_result", "writers"]
 
 
 def pod_result(snapshot: Snapshot, diag: PodDiagnosis) -> PodResult:
@@ -385,3 +385,14 @@ def writers() -> dict[str, Writer]:
 
     return {"table": late("table"), "json": late("json_report"), "yaml": late("yaml_report"),
             "markdown": late("markdown"), "html": late("html")}
+
+
+def chunks(fmt: str, report: Report, color: bool, render: Writer) -> Iterable[str]:
+    """The report in pieces to write one after the other: a pod at a time where the
+    format allows (JSON: a namespace of thousands of pods never holds the whole text),
+    else ``render``'s text whole."""
+    if fmt == "json":
+        from triage.report import json_report
+
+        return json_report.chunks(report)
+    return (render(report, color),)
