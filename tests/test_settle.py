@@ -76,6 +76,19 @@ def test_a_settled_pod_drops_its_log_scans_and_unread_facts(
             # What the steps still ask of a log: read or not, and the stats lines' series.
             assert ctx.logs_unread() == []
             assert "recent_stats" in ctx.memo and "stats_summary" in ctx.memo
+            # /metrics: the parsed page is gone, what the steps read of it is kept.
+            assert "metrics" not in vars(ctx) and "scrape" in ctx.memo
+            with pytest.raises(LogsSettled):
+                _ = ctx.metrics
+
+
+def test_a_settled_pod_keeps_what_its_metrics_said(monkeypatch: pytest.MonkeyPatch) -> None:
+    diags = _diagnoses("request-queueing", monkeypatch)
+    ctxs = [ctx for d in diags for ctx in d.contexts]
+    assert ctxs and all(ctx.metrics_read() for ctx in ctxs)
+    assert all(ctx.metric_values() for ctx in ctxs)
+    # The page's text is released from the snapshot with its pod.
+    assert not ctxs[0].snapshot.metrics
 
 
 def test_an_unsettled_pod_keeps_everything(monkeypatch: pytest.MonkeyPatch) -> None:

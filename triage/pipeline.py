@@ -46,6 +46,7 @@ def analyze(snapshot: Snapshot, pattern_dirs: list[Path] | None = None,
         diag.result = pod_result(snapshot, diag)
         for ctx in diag.contexts:
             settle_for_steps(ctx)
+        snapshot.release_metrics(diag.namespace, diag.name)
 
     pods, rule_warnings = classify(snapshot, loaded.patterns, contexts, arrivals,
                                    settled if settle else None)

@@ -147,7 +147,7 @@ def _metrics_unknown(step: Step, inputs: Inputs) -> StepResult | None:
     if views:
         return None
     reasons = [f"{label(p)}: {c.metrics_failure()}" for p, c in inputs.containers()
-               if c.metrics is not None and c.metrics_failure()]
+               if c.metrics_read() and c.metrics_failure()]
     reasons += inputs.unread("metrics")
     if not reasons:
         reasons = [f"{label(p)}: no /metrics "

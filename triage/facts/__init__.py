@@ -228,6 +228,7 @@ class ContainerContext:
         kept = set(keep)
         for name in kept:
             self.fact(name)
+        self._settle_scrape()
         self._settled = {s: index.unreadable for s, index in self._logs.items()}
         for attr in ("_logs", "startup"):
             self.__dict__.pop(attr, None)
@@ -262,6 +263,9 @@ class ContainerContext:
 
     @cached_property
     def metrics(self) -> MetricsView | None:
+        if self._settled is not None:  # what the steps read of it is in memo["scrape"]
+            raise LogsSettled(f"the /metrics of {self.namespace}/{self.pod_name} were asked "
+                              "for after the pod was settled")
         text = self.snapshot.metrics.get((self.namespace, self.pod_name))
         return parse_metrics(text) if text is not None else None
 
@@ -289,6 +293,9 @@ class ContainerContext:
             return dict(self._given_metrics)
         if self.window is not None and self.telemetry is not None:
             return dict(self.telemetry.values)
+        if "scrape" in self.memo:
+            kept: dict[str, float] | None = self.memo["scrape"][2]
+            return None if kept is None else dict(kept)
         view = self.metrics
         if view is None or view.error:
             return None
@@ -311,9 +318,11 @@ class ContainerContext:
                         "bucket)" if what == "NaN" and name.endswith(("_p50", "_p90", "_p99"))
                         else "")
                 out[name] = f"{source}: {name} is {what}{hint}"
-        if self.window is None and self._given_metrics is None and self.metrics is not None \
-                and not self.metrics.error:
-            for name, why in self.metrics.problems().items():
+        if self.window is None and self._given_metrics is None and self.metrics_read() \
+                and not self._scrape_error():
+            problems: dict[str, str] = self.memo["scrape"][3] if "scrape" in self.memo \
+                else self.metrics.problems()  # type: ignore[union-attr]
+            for name, why in problems.items():
                 out.setdefault(name, f"one scrape of /metrics: {why}")
         return out
 
@@ -334,11 +343,34 @@ class ContainerContext:
         """Why /metrics could not be used: a failed read or a malformed page."""
         if self._given_metrics is not None or self.window is not None:
             return None
-        if self.metrics is not None:
-            return f"/metrics is not Prometheus text: {self.metrics.error}" \
-                if self.metrics.error else None
+        if self.metrics_read():
+            error = self._scrape_error()
+            return f"/metrics is not Prometheus text: {error}" if error else None
         failed = self.snapshot.failure("metrics", self.namespace, self.pod_name)
         return str(failed) if failed else None
+
+    def metrics_read(self) -> bool:
+        """Whether a /metrics page was read for the pod (well-formed or not)."""
+        if "scrape" in self.memo:
+            read: bool = self.memo["scrape"][0]
+            return read
+        return self.metrics is not None
+
+    def _scrape_error(self) -> str | None:
+        if "scrape" in self.memo:
+            error: str | None = self.memo["scrape"][1]
+            return error
+        return self.metrics.error if self.metrics is not None else None
+
+    def _settle_scrape(self) -> None:
+        """Keep what the steps read of the one scrape (read or not, its error, the derived
+        values and problems) and drop the parsed page."""
+        view = self.metrics
+        self.memo["scrape"] = (
+            (False, None, None, {}) if view is None else
+            (True, view.error, None, {}) if view.error else
+            (True, None, view.derived(), view.problems()))
+        self.__dict__.pop("metrics", None)
 
     @cached_property
     def node_name(self) -> str | None:
