@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from triage import __version__, checklist
+from triage.checklist.steps import settle as settle_for_steps
 from triage.collect import InputError
 from triage.facts import LOG_QUERIES, ContainerContext, Fact
-from triage.report import build
+from triage.report import build, pod_result
 from triage.results import Report, Severity, Verdict
-from triage.rules.evaluate import classify, queries_for
+from triage.rules.evaluate import PodDiagnosis, classify, queries_for
 from triage.rules.loader import builtin_dir, load_patterns
 from triage.selection import triaged_containers
 from triage.snapshot import Obj, Snapshot
@@ -22,9 +23,11 @@ if TYPE_CHECKING:
 
 
 def analyze(snapshot: Snapshot, pattern_dirs: list[Path] | None = None,
-            arrivals: Iterable[Obj] | None = None) -> Report:
+            arrivals: Iterable[Obj] | None = None, settle: bool = True) -> Report:
     """The report of a snapshot. ``arrivals``, from a live collector, yields each pod
-    as soon as its reads are in; its analysis starts then, while the others are read."""
+    as soon as its reads are in; its analysis starts then, while the others are read.
+    ``settle``: each pod keeps, once diagnosed, only what the steps and the report read
+    (the same report; False keeps everything, for the tests that compare the two)."""
     if not any(builtin_dir().glob("*.yaml")):
         # Without its patterns the tool would call every crash healthy.
         raise InputError(f"no built-in finding patterns found at {builtin_dir()}: "
@@ -39,7 +42,14 @@ def analyze(snapshot: Snapshot, pattern_dirs: list[Path] | None = None,
         return [ContainerContext(snapshot, pod, c, shared, queries=queries)
                 for c in triaged_containers(pod, snapshot.selector, snapshot.selected_by_log)]
 
-    pods, rule_warnings = classify(snapshot, loaded.patterns, contexts, arrivals)
+    def settled(diag: PodDiagnosis) -> None:
+        diag.result = pod_result(snapshot, diag)
+        for ctx in diag.contexts:
+            settle_for_steps(ctx)
+        snapshot.release_metrics(diag.namespace, diag.name)
+
+    pods, rule_warnings = classify(snapshot, loaded.patterns, contexts, arrivals,
+                                   settled if settle else None)
     steps = checklist.judge(pods, snapshot.failures, loaded.patterns, snapshot.passed_over)
     return build(snapshot, pods, steps, warnings + rule_warnings)
 

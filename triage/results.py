@@ -266,6 +266,36 @@ class PodResult:
     def has(self, finding_id: str) -> bool:
         return any(f.id == finding_id for f in self.findings)
 
+    def to_document(self) -> dict[str, Any]:
+        """This pod's entry of the report document's "pods"."""
+        return {
+            "name": self.name,
+            "namespace": self.namespace,
+            "phase": self.phase,
+            "state": self.state,
+            "restarts": self.restarts,
+            "node": self.node,
+            "owner": self.owner,
+            "containers": list(self.containers),
+            "findings": [
+                {
+                    "id": f.id,
+                    "severity": f.severity.value,
+                    "title": f.title,
+                    "step": f.step,
+                    "container": f.container,
+                    "evidence": list(f.evidence),
+                    "remediation": f.remediation,
+                    "fix": f.fix.to_document() if f.fix else None,
+                }
+                for f in self.findings
+            ],
+            "timeline": [dataclasses.asdict(t) for t in self.timeline],
+            "gpu_budget": self.gpu_budget.to_document() if self.gpu_budget else None,
+            "series": {s.name: {"unit": s.unit, "points": [list(x) for x in s.points]}
+                       for s in self.series},
+        }
+
 
 @dataclass(frozen=True)
 class Card:
@@ -397,8 +427,9 @@ class Report:
     def failing(self) -> bool:
         return self.verdict is Verdict.FAIL
 
-    def to_document(self) -> dict[str, Any]:
-        """The ``vllm-triage/report/v1`` JSON document (key order is part of the contract)."""
+    def to_document(self, pods: bool = True) -> dict[str, Any]:
+        """The ``vllm-triage/report/v1`` JSON document (key order is part of the contract).
+        ``pods=False``: with "pods" empty, for a writer that streams them one at a time."""
         return {
             "schema": self.schema,
             "tool_version": self.tool_version,
@@ -411,36 +442,7 @@ class Report:
             "cards": [c.to_document() for c in self.cards],
             "patches": [{"workload": w.workload, "findings": list(w.findings),
                          "patch": w.patch.to_document()} for w in self.patches],
-            "pods": [
-                {
-                    "name": p.name,
-                    "namespace": p.namespace,
-                    "phase": p.phase,
-                    "state": p.state,
-                    "restarts": p.restarts,
-                    "node": p.node,
-                    "owner": p.owner,
-                    "containers": list(p.containers),
-                    "findings": [
-                        {
-                            "id": f.id,
-                            "severity": f.severity.value,
-                            "title": f.title,
-                            "step": f.step,
-                            "container": f.container,
-                            "evidence": list(f.evidence),
-                            "remediation": f.remediation,
-                            "fix": f.fix.to_document() if f.fix else None,
-                        }
-                        for f in p.findings
-                    ],
-                    "timeline": [dataclasses.asdict(t) for t in p.timeline],
-                    "gpu_budget": p.gpu_budget.to_document() if p.gpu_budget else None,
-                    "series": {s.name: {"unit": s.unit, "points": [list(x) for x in s.points]}
-                               for s in p.series},
-                }
-                for p in self.pods
-            ],
+            "pods": [p.to_document() for p in self.pods] if pods else [],
             "checklist": [
                 {"step": s.step, "title": s.title, "verdict": s.verdict.value,
                  "evidence": list(s.evidence), "remediation": list(s.remediation)}

@@ -186,6 +186,11 @@ class Snapshot:
             self._indexes[kind] = cached
         return cached[2]
 
+    def release_metrics(self, namespace: str, pod: str) -> None:
+        """Drop a pod's /metrics text once the pod is settled: what the steps read of it
+        is kept by its containers' contexts."""
+        self.metrics.pop((namespace, pod), None)
+
     def log(self, namespace: str, pod: str, container: str, stream: str) -> LogSource | None:
         return self.logs.get((namespace, pod, container, stream))
 

@@ -8,6 +8,43 @@ from triage.facts.engine import recent_stats, stats_summary
 from triage.results import StepResult, Verdict
 from triage.rules.evaluate import PodDiagnosis
 
+# Every fact a step reads: a settled container keeps these and drops the others
+# (tests/test_settle.py checks this list against the steps' code).
+FACTS_READ = (
+    "autoscalers",
+    "canary_traffic_percent",
+    "container_started",
+    "container_state",
+    "gpu_memory_utilization",
+    "has_startup_probe",
+    "image_pull_seconds",
+    "inference_service",
+    "kv_cache_tokens",
+    "last_exit_code",
+    "last_termination_reason",
+    "liveness_probe",
+    "load_probe_budget_seconds",
+    "log_lines_read",
+    "logs_read",
+    "max_concurrency",
+    "max_model_len_set",
+    "max_num_batched_tokens",
+    "memory_limit",
+    "metrics_models",
+    "node_disk_pressure",
+    "observed_startup_seconds",
+    "pod_state",
+    "rollout_revision",
+    "workload_replicas",
+)
+
+
+def settle(ctx: ContainerContext) -> None:
+    """Compute what the steps read from a container (its facts, the stats lines' series),
+    then drop the rest: the steps run after the last pod, the logs are gone by then."""
+    stats_summary(ctx)  # memoized on the context, with recent_stats
+    ctx.settle(FACTS_READ)
+
 
 class ContainerOOMKilled(Step):
     number = 1
@@ -110,7 +147,7 @@ def _metrics_unknown(step: Step, inputs: Inputs) -> StepResult | None:
     if views:
         return None
     reasons = [f"{label(p)}: {c.metrics_failure()}" for p, c in inputs.containers()
-               if c.metrics is not None and c.metrics_failure()]
+               if c.metrics_read() and c.metrics_failure()]
     reasons += inputs.unread("metrics")
     if not reasons:
         reasons = [f"{label(p)}: no /metrics "

@@ -130,7 +130,7 @@ def terminal_width() -> int | None:
 
 def emit(report: Report, output: Output, output_file: Path | None, quiet: bool = False,
          fix_dir: Path | None = None) -> None:
-    from triage.report import writers
+    from triage.report import chunks, writers
 
     if fix_dir is not None:
         from triage.report import fixdir
@@ -152,7 +152,8 @@ def emit(report: Report, output: Output, output_file: Path | None, quiet: bool =
     if output.value not in render:
         fail(f"output format {output.value!r} is not available in this build", EXIT_USAGE)
     if output_file is None:
-        sys.stdout.write(render[output.value](report, output is Output.table and use_color()))
+        sys.stdout.writelines(chunks(output.value, report, output is Output.table
+                                     and use_color(), render[output.value]))
     elif write_report(output_file, lambda: render[output.value](report, False)) and not quiet:
         say(f"report written to {output_file}")  # to a file, or a stream other than stdout
         sys.stdout.write(render["table"](report, use_color()))

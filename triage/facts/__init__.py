@@ -14,7 +14,7 @@ package; ``REGISTRY`` is what pattern files are checked against and what
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -40,7 +40,7 @@ from triage.startup import StartupReport, read_startup
 SCOPES = ("container", "pod", "node", "workload")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: thousands of pods hold their facts
 class Measured:
     """What a fact function returns: the value and the sentence saying where it came from."""
 
@@ -59,7 +59,7 @@ class Unmeasurable(Exception):
         self.reason = reason
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Fact:
     """One measured fact about a pod or container."""
 
@@ -107,6 +107,11 @@ def fact(name: str, *, unit: str, scope: str, doc: str
     return register
 
 
+class LogsSettled(RuntimeError):
+    """A settled container's logs were asked for: a programming error (what the checklist
+    reads after a pod is settled is computed by ``ContainerContext.settle``)."""
+
+
 def stream_label(stream: str) -> str:
     return "previous log" if stream == PREVIOUS else "log"
 
@@ -138,6 +143,13 @@ class ContainerContext:
         # Every regex a scan of this container's logs answers in its one pass; one not
         # in here is searched on its own when asked for.
         self.queries = queries if queries is not None else LOG_QUERIES
+        # Values derived from the logs that are not facts (the stats lines' series), kept
+        # here so that a settled container still answers them.
+        self.memo: dict[str, Any] = {}
+        # Once settled: per log stream read, why it was unreadable (None: it was read).
+        self._settled: dict[str, str | None] | None = None
+        # The shared cache's keys of this pod's pod-scoped facts (what settle prunes).
+        self._pod_keys: list[tuple[str, ...]] = []
 
     def _index_name(self) -> str:
         for i, c in enumerate(workload.containers(self.pod)):
@@ -176,9 +188,13 @@ class ContainerContext:
     def log_failure(self, stream: str) -> str | None:
         """Why a log stream that exists could not be read; None when read or absent."""
         if self.snapshot.log(self.namespace, self.pod_name, self.name, stream) is not None:
-            index = self._logs.get(stream)
+            if self._settled is not None:
+                unreadable = self._settled.get(stream)
+            else:
+                index = self._logs.get(stream)
+                unreadable = index.unreadable if index is not None else None
             return (f"{stream_label(stream)} of {self.namespace}/{self.pod_name} ({self.name}): "
-                    f"{index.unreadable}") if index is not None and index.unreadable else None
+                    f"{unreadable}") if unreadable else None
         failed = self.snapshot.failure("logs", self.namespace, self.pod_name, self.name, stream)
         return str(failed) if failed else None
 
@@ -188,6 +204,9 @@ class ContainerContext:
     @cached_property
     def _logs(self) -> dict[str, LogIndex]:
         """Each log stream read, searched once for every query."""
+        if self._settled is not None:
+            raise LogsSettled(f"the logs of {self.namespace}/{self.pod_name} ({self.name}) "
+                              "were asked for after the pod was settled")
         out: dict[str, LogIndex] = {}
         for stream in (CURRENT, PREVIOUS):
             source = self.snapshot.log(self.namespace, self.pod_name, self.name, stream)
@@ -198,11 +217,36 @@ class ContainerContext:
     def release_logs(self) -> None:
         """Scan the logs (if nothing asked yet) and drop their bytes: what the steps
         and the report read from a log is in the scan's results."""
-        _ = self._logs
+        if self._settled is None:
+            _ = self._logs
         for stream in LOG_STREAMS:
             source = self.snapshot.log(self.namespace, self.pod_name, self.name, stream)
             if source is not None:
                 source.release()
+
+    def settle(self, keep: Iterable[str]) -> None:
+        """Drop what the pod's diagnosis read (the log scans, their startup reports, the
+        facts nobody reads again) once the pod is diagnosed and its report part built:
+        a namespace of thousands of pods holds each pod's until the report is written.
+        ``keep``: the facts read afterwards (the checklist's), computed now if not yet."""
+        kept = set(keep)
+        for name in kept:
+            self.fact(name)
+        self._settle_scrape()
+        self._settled = {s: index.unreadable for s, index in self._logs.items()}
+        for attr in ("_logs", "startup"):
+            self.__dict__.pop(attr, None)
+        self._own = {k: f for k, f in self._own.items() if k[0] in kept}
+        # Pod-scoped facts of this pod sit in the shared cache: the same pruning (by
+        # the keys this context computed: the cache holds every pod's).
+        for k in self._pod_keys:
+            if k[-1] not in kept:
+                self._shared.pop(k, None)
+        self._pod_keys = []
+
+    @property
+    def settled(self) -> bool:
+        return self._settled is not None
 
     def log(self, stream: str) -> LogIndex | None:
         """The scanned log of a stream; None when it was not read."""
@@ -223,6 +267,9 @@ class ContainerContext:
 
     @cached_property
     def metrics(self) -> MetricsView | None:
+        if self._settled is not None:  # what the steps read of it is in memo["scrape"]
+            raise LogsSettled(f"the /metrics of {self.namespace}/{self.pod_name} were asked "
+                              "for after the pod was settled")
         text = self.snapshot.metrics.get((self.namespace, self.pod_name))
         return parse_metrics(text) if text is not None else None
 
@@ -250,6 +297,9 @@ class ContainerContext:
             return dict(self._given_metrics)
         if self.window is not None and self.telemetry is not None:
             return dict(self.telemetry.values)
+        if "scrape" in self.memo:
+            kept: dict[str, float] | None = self.memo["scrape"][2]
+            return None if kept is None else dict(kept)
         view = self.metrics
         if view is None or view.error:
             return None
@@ -272,9 +322,11 @@ class ContainerContext:
                         "bucket)" if what == "NaN" and name.endswith(("_p50", "_p90", "_p99"))
                         else "")
                 out[name] = f"{source}: {name} is {what}{hint}"
-        if self.window is None and self._given_metrics is None and self.metrics is not None \
-                and not self.metrics.error:
-            for name, why in self.metrics.problems().items():
+        if self.window is None and self._given_metrics is None and self.metrics_read() \
+                and not self._scrape_error():
+            problems: dict[str, str] = self.memo["scrape"][3] if "scrape" in self.memo \
+                else self.metrics.problems()  # type: ignore[union-attr]
+            for name, why in problems.items():
                 out.setdefault(name, f"one scrape of /metrics: {why}")
         return out
 
@@ -295,11 +347,34 @@ class ContainerContext:
         """Why /metrics could not be used: a failed read or a malformed page."""
         if self._given_metrics is not None or self.window is not None:
             return None
-        if self.metrics is not None:
-            return f"/metrics is not Prometheus text: {self.metrics.error}" \
-                if self.metrics.error else None
+        if self.metrics_read():
+            error = self._scrape_error()
+            return f"/metrics is not Prometheus text: {error}" if error else None
         failed = self.snapshot.failure("metrics", self.namespace, self.pod_name)
         return str(failed) if failed else None
+
+    def metrics_read(self) -> bool:
+        """Whether a /metrics page was read for the pod (well-formed or not)."""
+        if "scrape" in self.memo:
+            read: bool = self.memo["scrape"][0]
+            return read
+        return self.metrics is not None
+
+    def _scrape_error(self) -> str | None:
+        if "scrape" in self.memo:
+            error: str | None = self.memo["scrape"][1]
+            return error
+        return self.metrics.error if self.metrics is not None else None
+
+    def _settle_scrape(self) -> None:
+        """Keep what the steps read of the one scrape (read or not, its error, the derived
+        values and problems) and drop the parsed page."""
+        view = self.metrics
+        self.memo["scrape"] = (
+            (False, None, None, {}) if view is None else
+            (True, view.error, None, {}) if view.error else
+            (True, None, view.derived(), view.problems()))
+        self.__dict__.pop("metrics", None)
 
     @cached_property
     def node_name(self) -> str | None:
@@ -391,6 +466,8 @@ class ContainerContext:
                 found = Fact(name, None, spec.unit, f"{name} could not be measured: {exc.reason}",
                              unknown=exc.reason)
             cache[cache_key] = found
+            if spec.scope == "pod":
+                self._pod_keys.append(cache_key)
         return found
 
     def value(self, name: str) -> Any:

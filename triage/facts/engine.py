@@ -253,6 +253,13 @@ def age_text(secs: float) -> str:
 
 def recent_stats(ctx: ContainerContext) -> StatsSeries | None:
     """The last two minutes of the running server's stats lines (at most 12 ticks)."""
+    if "recent_stats" not in ctx.memo:  # the checklist asks again once the pod is settled
+        ctx.memo["recent_stats"] = _recent_stats(ctx)
+    found: StatsSeries | None = ctx.memo["recent_stats"]
+    return found
+
+
+def _recent_stats(ctx: ContainerContext) -> StatsSeries | None:
     index = ctx.log(CURRENT)
     if index is None:
         return None
@@ -308,6 +315,13 @@ def _stale(series: StatsSeries) -> str:
 def stats_summary(ctx: ContainerContext) -> str | None:
     """One line: the queue and the KV cache of the last stats lines as a short series, its
     source and age once; a stale last line is said as such, never as "now"."""
+    if "stats_summary" not in ctx.memo:
+        ctx.memo["stats_summary"] = _stats_summary(ctx)
+    found: str | None = ctx.memo["stats_summary"]
+    return found
+
+
+def _stats_summary(ctx: ContainerContext) -> str | None:
     series = recent_stats(ctx)
     if series is None:
         return None

@@ -10,9 +10,10 @@ both happen, upstream of every writer.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from triage import __version__, patches, workload
 from triage.facts import timeline
@@ -36,33 +37,40 @@ from triage.rules.evaluate import PodDiagnosis
 from triage.sanitize import sanitize
 from triage.snapshot import Snapshot, meta
 
-__all__ = ["Report", "Writer", "build", "writers"]
+__all__ = ["Report", "Writer", "build", "chunks", "pod_result", "writers"]
+
+
+def pod_result(snapshot: Snapshot, diag: PodDiagnosis) -> PodResult:
+    """A pod's part of the report, sanitised and redacted: built while its logs are
+    there (its timeline reads them), when it is settled or else by ``build``."""
+    return map_strings(PodResult(
+        name=diag.name,
+        namespace=diag.namespace,
+        phase=str((diag.pod.get("status") or {}).get("phase", "Unknown")),
+        state=workload.pod_state(diag.pod),
+        restarts=workload.restarts(diag.pod),
+        node=workload.pod_spec(diag.pod).get("nodeName"),
+        owner=workload.owner_label(snapshot, diag.pod),
+        containers=tuple(c.name for c in diag.contexts),
+        findings=tuple(diag.findings),
+        unevaluated=tuple(diag.unevaluated),
+        timeline=timeline.pod_timeline(diag.contexts),
+        gpu_budget=timeline.gpu_budget(diag.contexts[0]) if diag.contexts else None,
+        series=timeline.window_series(diag.contexts[0]) if diag.contexts else (),
+    ), _clean)
 
 
 def build(snapshot: Snapshot, pods: list[PodDiagnosis], steps: list[StepResult],
           warnings: list[str]) -> Report:
-    results = tuple(
-        PodResult(
-            name=diag.name,
-            namespace=diag.namespace,
-            phase=str((diag.pod.get("status") or {}).get("phase", "Unknown")),
-            state=workload.pod_state(diag.pod),
-            restarts=workload.restarts(diag.pod),
-            node=workload.pod_spec(diag.pod).get("nodeName"),
-            owner=workload.owner_label(snapshot, diag.pod),
-            containers=tuple(c.name for c in diag.contexts),
-            findings=tuple(diag.findings),
-            unevaluated=tuple(diag.unevaluated),
-            timeline=timeline.pod_timeline(diag.contexts),
-            gpu_budget=timeline.gpu_budget(diag.contexts[0]) if diag.contexts else None,
-            series=timeline.window_series(diag.contexts[0]) if diag.contexts else (),
-        )
-        for diag in pods
-    )
-    cards = _cards(snapshot, results)
+    results = tuple(diag.result or pod_result(snapshot, diag) for diag in pods)
+    # Cards, the summary and the rows beside are worked out from the findings as
+    # found (then cleaned with the rest); the pods' part is clean already.
+    raw = tuple(dataclasses.replace(r, findings=tuple(d.findings))
+                for r, d in zip(results, pods, strict=True))
+    cards = _cards(snapshot, raw)
     failing = any(s.verdict is Verdict.FAIL for s in steps) or any(
-        f.severity is Severity.CRITICAL for p in results for f in p.findings)
-    beside = _beside(results)
+        f.severity is Severity.CRITICAL for p in raw for f in p.findings)
+    beside = _beside(raw)
     report = Report(
         tool_version=__version__,
         generated_at=snapshot.collected_at,
@@ -70,8 +78,8 @@ def build(snapshot: Snapshot, pods: list[PodDiagnosis], steps: list[StepResult],
         namespace=snapshot.namespace,
         selector=snapshot.selector,
         verdict=_overall(failing, steps),
-        summary=_summary(results, steps, snapshot),
-        pods=results,
+        summary=_summary(raw, steps, snapshot),
+        pods=(),
         checklist=tuple(steps),
         unreadable=tuple(Unreadable(f.what, f.reason) for f in snapshot.failures),
         warnings=tuple(sorted(snapshot.notes)) + _passed_over(snapshot.passed_over)
@@ -86,7 +94,7 @@ def build(snapshot: Snapshot, pods: list[PodDiagnosis], steps: list[StepResult],
     # Every string, whatever field of the cluster it came from, is made safe
     # for a terminal first (an escape sequence could hide a credential from
     # the redactor), then redacted.
-    return map_strings(report, _clean)
+    return dataclasses.replace(map_strings(report, _clean), pods=results)
 
 
 # --- cards: the answer first --------------------------------------------------------
@@ -377,3 +385,14 @@ def writers() -> dict[str, Writer]:
 
     return {"table": late("table"), "json": late("json_report"), "yaml": late("yaml_report"),
             "markdown": late("markdown"), "html": late("html")}
+
+
+def chunks(fmt: str, report: Report, color: bool, render: Writer) -> Iterable[str]:
+    """The report in pieces to write one after the other: a pod at a time where the
+    format allows (JSON: a namespace of thousands of pods never holds the whole text),
+    else ``render``'s text whole."""
+    if fmt == "json":
+        from triage.report import json_report
+
+        return json_report.chunks(report)
+    return (render(report, color),)

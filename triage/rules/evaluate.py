@@ -24,7 +24,7 @@ from triage.facts import REGISTRY, ContainerContext, Fact
 from triage.linetime import without_kubelet_time
 from triage.logs import LogLine, Query, QuerySet, parse_line
 from triage.metrics import describe
-from triage.results import Finding, Location, Severity, Unevaluated, Verdict
+from triage.results import Finding, Location, PodResult, Severity, Unevaluated, Verdict
 from triage.rules import fixes
 from triage.rules.fields import dig_path
 from triage.rules.language import (
@@ -103,6 +103,8 @@ class PodDiagnosis:
     findings: list[Finding] = field(default_factory=list)
     states: dict[str, Truth] = field(default_factory=dict)  # pattern id -> outcome on this pod
     unevaluated: list[Unevaluated] = field(default_factory=list)
+    # The pod's part of the report, built when the pod is settled (its logs dropped).
+    result: PodResult | None = None
 
     @property
     def name(self) -> str:
@@ -704,12 +706,16 @@ def warn_when(evaluator: Evaluator, patterns: tuple[Pattern, ...], diag: PodDiag
 
 def classify(snapshot: Snapshot, patterns: tuple[Pattern, ...],
              contexts: Callable[[Obj], list[ContainerContext]],
-             arrivals: Iterable[Obj] | None = None) -> tuple[list[PodDiagnosis], list[str]]:
+             arrivals: Iterable[Obj] | None = None,
+             settle: Callable[[PodDiagnosis], None] | None = None
+             ) -> tuple[list[PodDiagnosis], list[str]]:
     """Every triaged pod of the snapshot, diagnosed, in the snapshot's order.
 
     ``arrivals`` yields the pods as their reads come in (a live scan); each is
     diagnosed then and its log bytes released, so memory holds only the logs
-    still being read. Without it, the snapshot's pods in order.
+    still being read. Without it, the snapshot's pods in order. ``settle`` is
+    called with each pod once diagnosed, before its logs are released: what
+    the report and the steps need of it is kept, the rest dropped.
     """
     order = {id(pod): i for i, pod in enumerate(snapshot.pods())}
     by_id = {p.id: p for p in patterns}
@@ -722,6 +728,8 @@ def classify(snapshot: Snapshot, patterns: tuple[Pattern, ...],
         # Fixes read the same facts and logs: computed before the logs are released.
         fixes.attach(by_id, diag, lambda cond, ctx, f, d=diag, e=evaluator:
                      e.evaluate(cond, ctx, d, f.id).true)
+        if settle is not None:
+            settle(diag)
         for ctx in diag.contexts:
             ctx.release_logs()
         done[order[id(pod)]] = (diag, warnings)
