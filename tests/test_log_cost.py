@@ -236,7 +236,7 @@ def _decided(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     def spying(self: logs._Scan, block: Any, units: Any, keys: Any, norm: Any,
                *args: Any, **kwargs: Any) -> Any:
         if keys == self.engine.kinds(self.queries).per_line:
-            sent.append(len(units))
+            sent.append(units if isinstance(units, int) else len(units))
         return real(self, block, units, keys, norm, *args, **kwargs)
     monkeypatch.setattr(logs._Scan, "units_matching", spying)
     return sent

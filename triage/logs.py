@@ -33,7 +33,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache, cached_property
-from itertools import accumulate, compress, islice, repeat
+from itertools import accumulate, compress, filterfalse, islice, repeat
 from operator import add, mul
 from pathlib import Path
 from typing import Any, ClassVar
@@ -750,6 +750,10 @@ class _Verdicts:
             self.decided, self.matching, self.size = set(), {}, 0
 
 
+def _alone(i: int) -> list[int]:
+    return [i]
+
+
 def _flags(rx: Any) -> int:
     if hyperscan is None:
         return 0
@@ -988,7 +992,7 @@ class _Scan:
         if len(counts) * REPEAT_RATIO > n:
             return False
         verdicts = self.verdicts
-        new = [u for u in counts if u not in verdicts.decided]
+        new = list(filterfalse(verdicts.decided.__contains__, counts))
         if new:
             # A control byte or an escape is in a group's every line, so in its text; the
             # lines decided before were clean.
@@ -999,8 +1003,8 @@ class _Scan:
             if found is None:  # dirty (the prefilter's own check)
                 return False
             kinds = self.engine.kinds(self.queries)
-            matched = self.units_matching(block, [[i] for i in range(len(new))],
-                                          kinds.per_line, new, text, found, norm.index)
+            matched = self.units_matching(block, len(new), kinds.per_line, new, text, found,
+                                          norm.index)
             del text, found
             verdicts.add(new, {key: {new[i] for i in idx} for key, idx in matched.items()})
         else:
@@ -1075,22 +1079,28 @@ class _Scan:
                                  map(found.__contains__, reversed(runs_of))))
         return []
 
-    def units_matching(self, block: _Block, units: list[list[int]], keys: frozenset[Key],
+    def units_matching(self, block: _Block, units: list[list[int]] | int, keys: frozenset[Key],
                        norm: list[bytes], text: bytes | None = None,
                        found: list[tuple[int, int]] | None = None,
                        where: Callable[[bytes], int] | None = None) -> dict[Key, list[int]]:
-        """Which units (runs of lines of ``norm``, by index) each query matches, starting on
-        the unit's first line: the prefilter over the units' text, the exact regex on its
+        """Which units (runs of lines of ``norm``, by index; a number: that many units of one
+        line each, ``norm``'s lines in order) each query matches, starting on the unit's
+        first line: the prefilter over the units' text, the exact regex on its
         candidates. Read in ``norm``, the lines with their digits as 0: the queries asked
         here cannot tell digits apart, and neither can their prefilters. ``text`` and
         ``found``: the units' text and its prefilter matches, when the caller has them;
         ``where``: a line's index in the block (for a message), when ``norm`` is not it."""
-        if all(len(unit) == 1 for unit in units):
-            firsts = [unit[0] for unit in units]
+        if isinstance(units, int):  # no list per line: 10,000 small lists cost GC passes
+            lines_of: Callable[[int], list[int]] = _alone
+            each = norm if units == len(norm) else norm[:units]
             if text is None:
-                text = b"\n".join(map(norm.__getitem__, firsts)) + b"\n"
-            ends = list(accumulate(map((1).__add__, map(len, map(norm.__getitem__, firsts)))))
+                text = b"\n".join(each) + b"\n"
+            ends = list(accumulate(map((1).__add__, map(len, each))))
+            del each
+            count = units
         else:
+            lines_of = units.__getitem__
+            count = len(units)
             text = b"\n".join(b"\n".join(map(norm.__getitem__, unit)) for unit in units) + b"\n"
             ends = list(accumulate(sum(len(norm[i]) + 1 for i in unit) for unit in units))
         if found is None:
@@ -1100,7 +1110,7 @@ class _Scan:
         for qid, end in found or ():
             candidates.setdefault(qid, set()).add(bisect_right(ends, max(end - 1, 0)))
         del found
-        everything = range(len(units))
+        everything = range(count)
         out: dict[Key, list[int]] = {}
         for qi, key in enumerate(self.engine.keys):
             if key not in keys or (key in self.results and self.results[key].unknown):
@@ -1109,7 +1119,7 @@ class _Scan:
             todo = everything if self.engine.db is None or key in self.engine.slow else \
                 sorted(candidates.get(qi, ()))
             for u in todo:
-                lines = [_parse_raw(block.first + i, norm[i]) for i in units[u]]
+                lines = [_parse_raw(block.first + i, norm[i]) for i in lines_of(u)]
                 if not query.counts(lines[0]):
                     continue
                 message = lines[0].message
@@ -1118,7 +1128,7 @@ class _Scan:
                     m = query.regex.search(text_u, timeout=LINE_TIMEOUT_S)
                 except TimeoutError:
                     at = lines[0].number if where is None else \
-                        block.first + where(norm[units[u][0]])
+                        block.first + where(norm[lines_of(u)[0]])
                     self.result_of(key).unknown = (f"regex {query.regex.pattern[:60]!r} timed "
                                                    f"out on line {at}")
                     break
@@ -1339,18 +1349,23 @@ class _Block:
         self.count = data.count(b"\n")
         self._parsed: dict[int, LogLine] = {}  # by line index
         self._starts: list[int] | None = None
+        self._sums: list[int] | None = None  # the lengths of the lines before each line
         self._messages: tuple[str, list[int]] | None = None
         self._levels: list[str] | None = None
         self._stamps: list[int] | None = None  # offsets of time-like texts
         self._marks: list[tuple[int, int]] = [(0, 0)]  # known (offset, line index)
 
     def set_lines(self, lines: list[bytes]) -> None:
-        """The offsets of the block's lines, from their bytes already split."""
-        self._starts = [0, *accumulate(map((1).__add__, map(len, lines[:-1])))]
+        """The offsets of the block's lines, from their bytes already split: the sums of
+        their lengths (line ``i`` starts ``i`` newlines later), one C pass fewer than the
+        offsets themselves."""
+        self._sums = list(accumulate(map(len, lines), initial=0))
 
     @property
     def starts(self) -> list[int]:
         """Where each line starts (one pass over the block, made once)."""
+        if self._starts is None and self._sums is not None:
+            self._starts = list(map(add, self._sums[:self.count], range(self.count)))
         if self._starts is None:
             ends = [m.end() for m in re.finditer(b"\n", self.data)]
             self._starts = [0, *ends[:-1]]
@@ -1364,6 +1379,9 @@ class _Block:
         them, else counted from the nearest line already known (few lines are asked)."""
         if self._starts is not None:
             return bisect_right(self._starts, start) - 1
+        sums = self._sums
+        if sums is not None:
+            return bisect_right(range(self.count), start, key=lambda i: sums[i] + i) - 1
         i = bisect_right(self._marks, (start, 1 << 62)) - 1
         offset, index = self._marks[i]
         if i + 1 < len(self._marks) and self._marks[i + 1][0] - start < start - offset:
@@ -1376,6 +1394,8 @@ class _Block:
         return index
 
     def line_start(self, index: int) -> int:
+        if self._sums is not None:
+            return self._sums[index] + index
         if self._starts is None:
             known = next((o for o, i in self._marks if i == index), None)
             if known is not None:
