@@ -291,3 +291,28 @@ def test_runs_of_lines_decided_or_searched_give_the_same_counts(
             m.setattr(logs, "RUN_SAMPLE", sample)
             index = scan(LogSource(data=data), QUERIES)
         assert {k: r.count for k, r in index.results.items() if r.count} == reference
+
+
+def test_past_the_bound_the_lines_a_block_repeats_stay_decided(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: past VERDICT_BYTES every verdict was dropped after the block, so a log whose
+    blocks each hold more lines seen once (a request id in each) than the bound decided its
+    repeated lines again in every block. Now those a block repeats are kept."""
+    rng = random.Random(3)
+    lines = []
+    for i in range(6_000):
+        lines.append("ERROR 11-28 03:06:57 [serving_chat.py:1] RuntimeError: CUDA error: an "
+                     "illegal memory access was encountered" if i % 8 else
+                     f"INFO:     10.0.0.1:4 - \"POST /v1/x?id={rng.randbytes(8).hex()}\" 200 OK")
+    data = ("\n".join(lines) + "\n").encode()
+    monkeypatch.setattr(logs, "BLOCK_BYTES", len(data) // 3 + 1)
+    monkeypatch.setattr(logs, "VERDICT_BYTES", 10_000)  # a block's ids alone pass it
+    run = logs._Scan(LogSource(data=data), QUERIES)
+    index = run.run()
+    kept = {u for u in run.verdicts.decided if b"illegal memory" in u}
+    assert kept and run.verdicts.size <= logs.VERDICT_BYTES
+    assert not any(b"?id=" in u for u in run.verdicts.decided)
+    monkeypatch.undo()
+    monkeypatch.setattr(logs, "BLOCK_BYTES", len(data) // 3 + 1)
+    assert {k: r.count for k, r in index.results.items() if r.count} == \
+        _line_by_line(data, monkeypatch)

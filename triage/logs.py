@@ -744,10 +744,18 @@ class _Verdicts:
         for key, found in matched.items():
             self.matching.setdefault(key, set()).update(found)
 
-    def settle(self) -> None:
-        """After a block: past the bound, forget (the next block decides its lines anew)."""
-        if self.size > VERDICT_BYTES:
-            self.decided, self.matching, self.size = set(), {}, 0
+    def settle(self, counts: Counter[bytes]) -> None:
+        """After a block: past the bound, forget all but the lines this block repeated
+        (``counts``: its lines'), which are the likeliest to come again; a line seen once
+        (a request's own id in it) is decided anew if it does."""
+        if self.size <= VERDICT_BYTES:
+            return
+        keep = set(compress(counts, map((1).__lt__, counts.values())))
+        size = sum(map(len, keep))
+        if size > VERDICT_BYTES // 2:  # repeated lines alone fill it: forget them too
+            keep, size = set(), 0
+        self.decided, self.size = keep, size
+        self.matching = {key: found & keep for key, found in self.matching.items()}
 
 
 def _alone(i: int) -> list[int]:
@@ -1027,7 +1035,7 @@ class _Scan:
             self.record(key, block, total,
                         compress(range(n), map(here.__contains__, norm)),
                         compress(range(n - 1, -1, -1), map(here.__contains__, reversed(norm))))
-        verdicts.settle()
+        verdicts.settle(counts)
         exact: list[Key] = []
         if kinds.spanning:  # runs of three lines, each as one number
             if not self.runs_may_repeat(norm):
@@ -1048,7 +1056,9 @@ class _Scan:
         distinct run: told from its first RUN_SAMPLE lines (realistic traffic's runs seldom
         repeat; counting every run to learn it cost as much as deciding the rest)."""
         sample = norm[:RUN_SAMPLE]
-        runs = set(zip(sample, sample[1:], sample[2:], strict=False))  # the last two: shorter
+        # Hashed: a set of 4,096 tuples cost GC passes (a collision only errs toward the
+        # runs path, which is exact either way).
+        runs = set(map(hash, zip(sample, sample[1:], sample[2:], strict=False)))
         return len(runs) * REPEAT_RATIO <= len(sample)
 
     def search_runs(self, block: _Block, norm: list[bytes], counts: Counter[bytes],
