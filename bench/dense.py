@@ -80,3 +80,68 @@ def write(path: Path, shape: str, mib: int, crash: bytes) -> None:
             f.write(seed)
             written += len(seed)
         f.write(crash)
+
+
+def scan_times(data: bytes, runs: int = 3) -> dict[str, float]:
+    """The tool's scan of ``data`` timed in this process (its 155 queries, the Hyperscan
+    database warm: one scan first): the median CPU and wall seconds of ``runs`` and the
+    run-queue wait, which is the wall time a loaded machine adds (read from
+    /proc/self/schedstat where it exists), so CPU and wall can be told apart."""
+    import statistics
+    import time
+
+    from triage.facts import LOG_QUERIES
+    from triage.logs import LogSource, scan
+    from triage.rules.evaluate import queries_for
+    from triage.rules.loader import load_patterns
+
+    queries = LOG_QUERIES.merged(queries_for(load_patterns().patterns))
+    scan(LogSource(data=data[:1 << 20]), queries)  # compile and load what is cached
+    cpu, wall, waited = [], [], []
+    for _ in range(runs):
+        w0, c0, q0 = time.perf_counter(), time.process_time(), _run_queue_wait()
+        scan(LogSource(data=data), queries)
+        wall.append(time.perf_counter() - w0)
+        cpu.append(time.process_time() - c0)
+        waited.append(_run_queue_wait() - q0)
+    mib = len(data) / 2**20
+    c = statistics.median(cpu)
+    return {"mib": round(mib, 1), "cpu_s": round(c, 3),
+            "wall_s": round(statistics.median(wall), 3),
+            "run_queue_wait_s": round(statistics.median(waited), 3),
+            "mib_s_cpu": round(mib / c, 1)}
+
+
+def _run_queue_wait() -> float:
+    """Seconds this thread has waited for a CPU while runnable (0 where not known)."""
+    try:
+        return int(Path("/proc/thread-self/schedstat").read_text().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def _main() -> None:
+    import argparse
+    import json
+    import tempfile
+
+    from bench.run import traffic_seed
+
+    ap = argparse.ArgumentParser(description="The log engine's scan of dense logs, in-process")
+    ap.add_argument("--mib", type=int, default=64)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--shapes", default=",".join((*SHAPES, "traffic")))
+    args = ap.parse_args()
+    for shape in args.shapes.split(","):
+        if shape == "traffic":  # as `bench.run analyze` grows its log: 16 MiB, repeated
+            with tempfile.TemporaryDirectory() as tmp:
+                traffic_seed(Path(tmp) / "seed.log")
+                seed = (Path(tmp) / "seed.log").read_bytes()
+        else:
+            seed = block(shape)
+        data = seed * max(1, args.mib * 2**20 // len(seed))
+        print(json.dumps({"shape": shape, **scan_times(data, args.runs)}), flush=True)
+
+
+if __name__ == "__main__":
+    _main()

@@ -219,3 +219,100 @@ def _scan_counting_matches(data: bytes, monkeypatch: pytest.MonkeyPatch) -> tupl
         return scan(LogSource(data=data), QUERIES), calls
     finally:
         monkeypatch.setattr(logs._Scan, "count", real)
+
+
+def _line_by_line(data: bytes, monkeypatch: pytest.MonkeyPatch) -> dict[Any, int]:
+    with monkeypatch.context() as m:
+        m.setattr(logs, "REPEAT_MIN_LINES", 1 << 40)  # each line on its own, as before
+        index = scan(LogSource(data=data), QUERIES)
+    return {k: r.count for k, r in index.results.items() if r.count}
+
+
+def _decided(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many distinct lines each block sends to the exact regexes (per-line queries)."""
+    sent: list[int] = []
+    real = logs._Scan.units_matching
+
+    def spying(self: logs._Scan, block: Any, units: Any, keys: Any, norm: Any,
+               *args: Any, **kwargs: Any) -> Any:
+        if keys == self.engine.kinds(self.queries).per_line:
+            sent.append(units if isinstance(units, int) else len(units))
+        return real(self, block, units, keys, norm, *args, **kwargs)
+    monkeypatch.setattr(logs._Scan, "units_matching", spying)
+    return sent
+
+
+def test_why_a_line_repeated_through_a_log_is_decided_once_per_log(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: each block of realistic traffic sent its ~11,000 distinct lines (digits
+    aside) through the prefilter and the exact regexes again, though the same lines had
+    been decided in the block before. The verdicts are kept for the log (bounded), so a
+    block of lines seen before decides none; the counts are the line-by-line path's."""
+    seed = _traffic_log(8_000)
+    data = seed * 6
+    monkeypatch.setattr(logs, "BLOCK_BYTES", len(seed) // 2 + 1)
+    sent = _decided(monkeypatch)
+    index = scan(LogSource(data=data), QUERIES)
+    distinct = set(data.translate(logs._DIGITS_AS_ZERO).split(b"\n"))
+    assert sum(sent) <= len(distinct), sent  # about 12 blocks: each line decided once
+    monkeypatch.undo()
+    monkeypatch.setattr(logs, "BLOCK_BYTES", len(seed) // 2 + 1)
+    counts = {k: r.count for k, r in index.results.items() if r.count}
+    assert counts == _line_by_line(data, monkeypatch)
+
+
+def test_the_verdicts_kept_per_log_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past VERDICT_BYTES of lines the verdicts are dropped after the block and gathered
+    again: the same counts, and no more kept than the bound."""
+    seed = _traffic_log(8_000)
+    data = seed * 4
+    monkeypatch.setattr(logs, "BLOCK_BYTES", len(seed) // 2 + 1)
+    monkeypatch.setattr(logs, "VERDICT_BYTES", 20_000)
+    sent = _decided(monkeypatch)
+    run = logs._Scan(LogSource(data=data), QUERIES)
+    index = run.run()
+    assert run.verdicts.size <= logs.VERDICT_BYTES
+    assert all(sent), sent  # every block decides its lines anew
+    monkeypatch.undo()
+    monkeypatch.setattr(logs, "BLOCK_BYTES", len(seed) // 2 + 1)
+    assert {k: r.count for k, r in index.results.items() if r.count} == \
+        _line_by_line(data, monkeypatch)
+
+
+@pytest.mark.parametrize("shape", dense.SHAPES)
+def test_runs_of_lines_decided_or_searched_give_the_same_counts(
+        shape: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The queries that may span lines are decided per distinct run of three lines only
+    when a sample of the block's runs repeats; either way the counts are the same."""
+    data = dense.block(shape, lines=20_000) + OOM.encode() + b"\n"
+    reference = _line_by_line(data, monkeypatch)
+    for sample in (logs.RUN_SAMPLE, 3):  # 3: one run, which always "repeats"
+        with monkeypatch.context() as m:
+            m.setattr(logs, "RUN_SAMPLE", sample)
+            index = scan(LogSource(data=data), QUERIES)
+        assert {k: r.count for k, r in index.results.items() if r.count} == reference
+
+
+def test_past_the_bound_the_lines_a_block_repeats_stay_decided(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: past VERDICT_BYTES every verdict was dropped after the block, so a log whose
+    blocks each hold more lines seen once (a request id in each) than the bound decided its
+    repeated lines again in every block. Now those a block repeats are kept."""
+    rng = random.Random(3)
+    lines = []
+    for i in range(6_000):
+        lines.append("ERROR 11-28 03:06:57 [serving_chat.py:1] RuntimeError: CUDA error: an "
+                     "illegal memory access was encountered" if i % 8 else
+                     f"INFO:     10.0.0.1:4 - \"POST /v1/x?id={rng.randbytes(8).hex()}\" 200 OK")
+    data = ("\n".join(lines) + "\n").encode()
+    monkeypatch.setattr(logs, "BLOCK_BYTES", len(data) // 3 + 1)
+    monkeypatch.setattr(logs, "VERDICT_BYTES", 10_000)  # a block's ids alone pass it
+    run = logs._Scan(LogSource(data=data), QUERIES)
+    index = run.run()
+    kept = {u for u in run.verdicts.decided if b"illegal memory" in u}
+    assert kept and run.verdicts.size <= logs.VERDICT_BYTES
+    assert not any(b"?id=" in u for u in run.verdicts.decided)
+    monkeypatch.undo()
+    monkeypatch.setattr(logs, "BLOCK_BYTES", len(data) // 3 + 1)
+    assert {k: r.count for k, r in index.results.items() if r.count} == \
+        _line_by_line(data, monkeypatch)

@@ -30,10 +30,10 @@ import re
 import stat
 from bisect import bisect_right
 from collections import Counter, deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache, cached_property
-from itertools import accumulate, compress, islice, repeat
+from itertools import accumulate, compress, filterfalse, islice, repeat
 from operator import add, mul
 from pathlib import Path
 from typing import Any, ClassVar
@@ -451,7 +451,9 @@ def _bounded_lines(data: bytes) -> bytes:
     """
     if b"\r" in data:
         data = _BARE_CR.sub(b"\n", data)
-    if b"\\n" in data and b'{"' in data:  # JSON lines whose strings hold line breaks
+    # JSON lines whose strings hold line breaks (a backslash first: one byte is found
+    # at memchr's speed, the two-byte search costs 7 ms a block)
+    if b"\\" in data and b"\\n" in data and b'{"' in data:
         data = _JSON_RECORD.sub(_json_breaks, data)
     half = MAX_LINE_BYTES // 2
     # A line longer than MAX_LINE_BYTES holds a whole aligned window of `half` bytes with no
@@ -705,12 +707,13 @@ def _names_digits(pattern: str) -> bool:
 SPARSE_MATCHES = 64
 
 
-def _positions(ids: list[int], groups: set[int], counts: Counter[int]) -> Iterator[int]:
-    """Every index of ``ids`` holding one of ``groups`` (``counts``: how many each has)."""
+def _positions(lines: list[bytes], groups: set[bytes], counts: Counter[bytes]
+               ) -> Iterator[int]:
+    """Every index of ``lines`` holding one of ``groups`` (``counts``: how many each has)."""
     for g in groups:
         at = -1
         for _ in range(counts[g]):
-            at = ids.index(g, at + 1)
+            at = lines.index(g, at + 1)
             yield at
 
 
@@ -726,6 +729,45 @@ _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 REPEAT_MIN_LINES = 1024
 REPEAT_RATIO = 4
 REPEAT_MIN_LINE_BYTES = 40
+# Runs of three lines are decided per distinct run when the first RUN_SAMPLE lines' runs
+# repeat so (else the block's own lines are searched for the queries that may span lines).
+RUN_SAMPLE = 4096
+# The verdicts kept per scan (distinct digit-free line -> the queries it matches), bounded
+# by their lines' bytes: past it they are dropped after the block and gathered again.
+VERDICT_BYTES = 2 * 1024 * 1024
+
+
+@dataclass
+class _Verdicts:
+    """Which queries each distinct digit-free line matches, kept across a log's blocks (a
+    line repeated through a log is decided once per log)."""
+
+    decided: set[bytes] = field(default_factory=set)
+    matching: dict[Key, set[bytes]] = field(default_factory=dict)
+    size: int = 0  # bytes of the lines decided
+
+    def add(self, lines: list[bytes], matched: dict[Key, set[bytes]]) -> None:
+        self.decided.update(lines)
+        self.size += sum(map(len, lines))
+        for key, found in matched.items():
+            self.matching.setdefault(key, set()).update(found)
+
+    def settle(self, counts: Counter[bytes]) -> None:
+        """After a block: past the bound, forget all but the lines this block repeated
+        (``counts``: its lines'), which are the likeliest to come again; a line seen once
+        (a request's own id in it) is decided anew if it does."""
+        if self.size <= VERDICT_BYTES:
+            return
+        keep = set(compress(counts, map((1).__lt__, counts.values())))
+        size = sum(map(len, keep))
+        if size > VERDICT_BYTES // 2:  # repeated lines alone fill it: forget them too
+            keep, size = set(), 0
+        self.decided, self.size = keep, size
+        self.matching = {key: found & keep for key, found in self.matching.items()}
+
+
+def _alone(i: int) -> list[int]:
+    return [i]
 
 
 def _flags(rx: Any) -> int:
@@ -837,6 +879,7 @@ class _Scan:
         self.found: dict[Key, _Found] = {}
         self.context: dict[int, bytes] = {}  # the kept matches' context lines, shared
         self.lasts: dict[Key, deque[Hit]] = {}  # each query's last matches, as they come
+        self.verdicts = _Verdicts()
 
     def run(self) -> LogIndex:
         try:
@@ -947,67 +990,67 @@ class _Scan:
         Lines are grouped by their bytes with every digit read as ``0`` (same length, same
         prefix, same level): a query whose regex cannot tell one digit from another (no
         digit in it, no back-reference) matches every line of a group or none, so its
-        verdict on the group's first line is its verdict on all. A query that may span
-        lines is decided per distinct run of three lines (a match starts on the first, as
-        ``check`` reads it). The other queries, which name digits, are searched on the
-        block's own lines. Per-match work (the exact groups, the line, its time, its
-        context) is done only for the matches kept. False when the lines do not repeat
-        enough for this to pay, or the block is dirty (it is cleaned first)."""
+        verdict on the group's text is its verdict on all. The verdicts are kept for the
+        rest of the log (bounded: VERDICT_BYTES of line text), so a line that repeats
+        across blocks is decided once per log. A query that may span lines is decided per
+        distinct run of three lines (a match starts on the first, as ``check`` reads it).
+        The other queries, which name digits, are searched on the block's own lines.
+        Per-match work (the exact groups, the line, its time, its context) is done only for
+        the matches kept. False when the lines do not repeat enough for this to pay, or the
+        block is dirty (it is cleaned first)."""
         data = block.data
         if block.count < REPEAT_MIN_LINES or block.count > len(data) // REPEAT_MIN_LINE_BYTES:
             return False
         norm = data.translate(_DIGITS_AS_ZERO).split(b"\n")
         norm.pop()  # the block ends with a newline
         n = len(norm)
-        first_at = dict(zip(reversed(norm), range(n - 1, -1, -1), strict=True))
-        if len(first_at) * REPEAT_RATIO > n:
+        counts = Counter(norm)  # in C; its keys in the order of their first lines
+        if len(counts) * REPEAT_RATIO > n:
             return False
-        distinct = sorted(first_at, key=first_at.__getitem__)  # in the order of first lines
-        reps = [first_at[u] for u in distinct]
-        # A control byte or an escape is in a group's every line, so in its first one.
-        firsts = b"\n".join(map(norm.__getitem__, reps))
-        if _dirty(firsts) or b"#000[" in firsts:
-            return False
-        del firsts
-        block.set_starts([0, *accumulate(map((1).__add__, map(len, norm[:-1])))])
-        kinds = self.engine.kinds(self.queries)
-        number = {u: k for k, u in enumerate(distinct, 1)}  # 0: past the block's end
-        ids = list(map(number.__getitem__, norm))
-        del first_at
-        counts = Counter(ids)
-        for key, matched in self.units_matching(block, [[i] for i in reps],
-                                                kinds.per_line, norm).items():
-            groups = {u + 1 for u in matched}
-            total = sum(counts[u] for u in groups)
+        verdicts = self.verdicts
+        new = list(filterfalse(verdicts.decided.__contains__, counts))
+        if new:
+            # A control byte or an escape is in a group's every line, so in its text; the
+            # lines decided before were clean.
+            text = b"\n".join(new) + b"\n"
+            if b"#000[" in text or (self.engine.db is None and _dirty(text)):
+                return False
+            found = self.prefilter(text) if self.engine.db is not None else []
+            if found is None:  # dirty (the prefilter's own check)
+                return False
+            kinds = self.engine.kinds(self.queries)
+            matched = self.units_matching(block, len(new), kinds.per_line, new, text, found,
+                                          norm.index)
+            del text, found
+            verdicts.add(new, {key: {new[i] for i in idx} for key, idx in matched.items()})
+        else:
+            kinds = self.engine.kinds(self.queries)
+        block.set_lines(norm)
+        for key in self.engine.keys:
+            if key not in kinds.per_line or (key in self.results and self.results[key].unknown):
+                continue
+            groups = verdicts.matching.get(key)
+            if not groups:
+                continue
+            here = counts.keys() & groups
+            if not here:
+                continue
+            total = sum(map(counts.__getitem__, here))
             if total <= SPARSE_MATCHES:  # few lines: found by C-level list searches
-                at = sorted(_positions(ids, groups, counts))
+                at = sorted(_positions(norm, here, counts))
                 self.record(key, block, total, iter(at), reversed(at))
                 continue
             self.record(key, block, total,
-                        compress(range(n), map(groups.__contains__, ids)),
-                        compress(range(n - 1, -1, -1), map(groups.__contains__, reversed(ids))))
+                        compress(range(n), map(here.__contains__, norm)),
+                        compress(range(n - 1, -1, -1), map(here.__contains__, reversed(norm))))
+        verdicts.settle(counts)
         exact: list[Key] = []
         if kinds.spanning:  # runs of three lines, each as one number
-            d = len(distinct) + 1
-            runs_of = list(map(add, map(mul, ids, repeat(d * d)),
-                               map(add, map(mul, [*ids[1:], 0], repeat(d)), [*ids[2:], 0, 0])))
-            runs = Counter(runs_of)
-            if len(runs) * REPEAT_RATIO > n:
+            if not self.runs_may_repeat(norm):
                 exact = list(kinds.spanning)
             else:
-                run_at = dict(zip(reversed(runs_of), range(n - 1, -1, -1), strict=True))
-                distinct_runs = list(runs)
-                units = [[i + j for j in range(3) if i + j < n]
-                         for i in (run_at[r] for r in distinct_runs)]
-                for key, matched in self.units_matching(block, units,
-                                                         kinds.spanning, norm).items():
-                    found = {distinct_runs[u] for u in matched}
-                    self.record(key, block, sum(runs[r] for r in found),
-                                compress(range(n), map(found.__contains__, runs_of)),
-                                compress(range(n - 1, -1, -1),
-                                         map(found.__contains__, reversed(runs_of))))
-            del runs_of, runs
-        del ids, counts, norm
+                exact = self.search_runs(block, norm, counts, kinds.spanning)
+        del counts, norm
         # The queries that name digits (and, when runs of lines do not repeat, those that
         # may span lines): prefiltered and searched on the block's own lines.
         rest = kinds.exact_and_spanning if exact else kinds.exact
@@ -1016,26 +1059,76 @@ class _Scan:
             self.search(block, _by_query(found_rest), rest)
         return True
 
-    def units_matching(self, block: _Block, units: list[list[int]], keys: frozenset[Key],
-                       norm: list[bytes]) -> dict[Key, list[int]]:
-        """Which units (runs of block lines, by index) each query matches, starting on the
-        unit's first line: the prefilter over the units' text, the exact regex on its
+    def runs_may_repeat(self, norm: list[bytes]) -> bool:
+        """Whether the block's runs of three lines may repeat enough to be decided per
+        distinct run: told from its first RUN_SAMPLE lines (realistic traffic's runs seldom
+        repeat; counting every run to learn it cost as much as deciding the rest)."""
+        sample = norm[:RUN_SAMPLE]
+        # Hashed: a set of 4,096 tuples cost GC passes (a collision only errs toward the
+        # runs path, which is exact either way).
+        runs = set(map(hash, zip(sample, sample[1:], sample[2:], strict=False)))
+        return len(runs) * REPEAT_RATIO <= len(sample)
+
+    def search_runs(self, block: _Block, norm: list[bytes], counts: Counter[bytes],
+                    spanning: frozenset[Key]) -> list[Key]:
+        """The queries that may span lines, decided per distinct run of three lines; the
+        queries left to search on the block's own lines (all of them when runs do not
+        repeat)."""
+        n = len(norm)
+        number = dict(zip(counts, range(1, len(counts) + 1), strict=True))  # 0: past the end
+        ids = list(map(number.__getitem__, norm))
+        del number
+        d = len(counts) + 1
+        runs_of = list(map(add, map(mul, ids, repeat(d * d)),
+                           map(add, map(mul, [*ids[1:], 0], repeat(d)), [*ids[2:], 0, 0])))
+        del ids
+        runs = Counter(runs_of)
+        if len(runs) * REPEAT_RATIO > n:
+            return list(spanning)
+        run_at = dict(zip(reversed(runs_of), range(n - 1, -1, -1), strict=True))
+        distinct_runs = list(runs)
+        units = [[i + j for j in range(3) if i + j < n]
+                 for i in (run_at[r] for r in distinct_runs)]
+        for key, matched in self.units_matching(block, units, spanning, norm).items():
+            found = {distinct_runs[u] for u in matched}
+            self.record(key, block, sum(runs[r] for r in found),
+                        compress(range(n), map(found.__contains__, runs_of)),
+                        compress(range(n - 1, -1, -1),
+                                 map(found.__contains__, reversed(runs_of))))
+        return []
+
+    def units_matching(self, block: _Block, units: list[list[int]] | int, keys: frozenset[Key],
+                       norm: list[bytes], text: bytes | None = None,
+                       found: list[tuple[int, int]] | None = None,
+                       where: Callable[[bytes], int] | None = None) -> dict[Key, list[int]]:
+        """Which units (runs of lines of ``norm``, by index; a number: that many units of one
+        line each, ``norm``'s lines in order) each query matches, starting on the unit's
+        first line: the prefilter over the units' text, the exact regex on its
         candidates. Read in ``norm``, the lines with their digits as 0: the queries asked
-        here cannot tell digits apart, and neither can their prefilters."""
-        if all(len(unit) == 1 for unit in units):
-            firsts = [unit[0] for unit in units]
-            text = b"\n".join(map(norm.__getitem__, firsts)) + b"\n"
-            ends = list(accumulate(map((1).__add__, map(len, map(norm.__getitem__, firsts)))))
+        here cannot tell digits apart, and neither can their prefilters. ``text`` and
+        ``found``: the units' text and its prefilter matches, when the caller has them;
+        ``where``: a line's index in the block (for a message), when ``norm`` is not it."""
+        if isinstance(units, int):  # no list per line: 10,000 small lists cost GC passes
+            lines_of: Callable[[int], list[int]] = _alone
+            each = norm if units == len(norm) else norm[:units]
+            if text is None:
+                text = b"\n".join(each) + b"\n"
+            ends = list(accumulate(map((1).__add__, map(len, each))))
+            del each
+            count = units
         else:
+            lines_of = units.__getitem__
+            count = len(units)
             text = b"\n".join(b"\n".join(map(norm.__getitem__, unit)) for unit in units) + b"\n"
             ends = list(accumulate(sum(len(norm[i]) + 1 for i in unit) for unit in units))
-        found = self.prefilter(text) if self.engine.db is not None else None
+        if found is None:
+            found = self.prefilter(text) if self.engine.db is not None else None
         del text
         candidates: dict[int, set[int]] = {}
         for qid, end in found or ():
             candidates.setdefault(qid, set()).add(bisect_right(ends, max(end - 1, 0)))
         del found
-        everything = range(len(units))
+        everything = range(count)
         out: dict[Key, list[int]] = {}
         for qi, key in enumerate(self.engine.keys):
             if key not in keys or (key in self.results and self.results[key].unknown):
@@ -1044,7 +1137,7 @@ class _Scan:
             todo = everything if self.engine.db is None or key in self.engine.slow else \
                 sorted(candidates.get(qi, ()))
             for u in todo:
-                lines = [_parse_raw(block.first + i, norm[i]) for i in units[u]]
+                lines = [_parse_raw(block.first + i, norm[i]) for i in lines_of(u)]
                 if not query.counts(lines[0]):
                     continue
                 message = lines[0].message
@@ -1052,8 +1145,10 @@ class _Scan:
                 try:
                     m = query.regex.search(text_u, timeout=LINE_TIMEOUT_S)
                 except TimeoutError:
+                    at = lines[0].number if where is None else \
+                        block.first + where(norm[lines_of(u)[0]])
                     self.result_of(key).unknown = (f"regex {query.regex.pattern[:60]!r} timed "
-                                                   f"out on line {lines[0].number}")
+                                                   f"out on line {at}")
                     break
                 if m is not None and m.start() <= len(message):
                     out.setdefault(key, []).append(u)
@@ -1272,17 +1367,23 @@ class _Block:
         self.count = data.count(b"\n")
         self._parsed: dict[int, LogLine] = {}  # by line index
         self._starts: list[int] | None = None
+        self._sums: list[int] | None = None  # the lengths of the lines before each line
         self._messages: tuple[str, list[int]] | None = None
         self._levels: list[str] | None = None
         self._stamps: list[int] | None = None  # offsets of time-like texts
         self._marks: list[tuple[int, int]] = [(0, 0)]  # known (offset, line index)
 
-    def set_starts(self, starts: list[int]) -> None:
-        self._starts = starts
+    def set_lines(self, lines: list[bytes]) -> None:
+        """The offsets of the block's lines, from their bytes already split: the sums of
+        their lengths (line ``i`` starts ``i`` newlines later), one C pass fewer than the
+        offsets themselves."""
+        self._sums = list(accumulate(map(len, lines), initial=0))
 
     @property
     def starts(self) -> list[int]:
         """Where each line starts (one pass over the block, made once)."""
+        if self._starts is None and self._sums is not None:
+            self._starts = list(map(add, self._sums[:self.count], range(self.count)))
         if self._starts is None:
             ends = [m.end() for m in re.finditer(b"\n", self.data)]
             self._starts = [0, *ends[:-1]]
@@ -1296,6 +1397,9 @@ class _Block:
         them, else counted from the nearest line already known (few lines are asked)."""
         if self._starts is not None:
             return bisect_right(self._starts, start) - 1
+        sums = self._sums
+        if sums is not None:
+            return bisect_right(range(self.count), start, key=lambda i: sums[i] + i) - 1
         i = bisect_right(self._marks, (start, 1 << 62)) - 1
         offset, index = self._marks[i]
         if i + 1 < len(self._marks) and self._marks[i + 1][0] - start < start - offset:
@@ -1308,6 +1412,8 @@ class _Block:
         return index
 
     def line_start(self, index: int) -> int:
+        if self._sums is not None:
+            return self._sums[index] + index
         if self._starts is None:
             known = next((o for o, i in self._marks if i == index), None)
             if known is not None:
