@@ -14,7 +14,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from enum import Enum
@@ -154,13 +154,14 @@ def emit(report: Report, output: Output, output_file: Path | None, quiet: bool =
     if output_file is None:
         sys.stdout.writelines(chunks(output.value, report, output is Output.table
                                      and use_color(), render[output.value]))
-    elif write_report(output_file, lambda: render[output.value](report, False)) and not quiet:
+    elif write_report(output_file, lambda: chunks(output.value, report, False,
+                                                  render[output.value])) and not quiet:
         say(f"report written to {output_file}")  # to a file, or a stream other than stdout
         sys.stdout.write(render["table"](report, use_color()))
     sys.stdout.flush()
 
 
-def write_report(output_file: Path, text: Callable[[], str]) -> bool:
+def write_report(output_file: Path, text: Callable[[], str | Iterable[str]]) -> bool:
     """``--output-file``: the report to a file (atomically) or through a stream of this
     process; a device, a pipe or a link to one is refused, never replaced. False when it
     went to stdout (which then carries nothing else)."""
@@ -169,16 +170,20 @@ def write_report(output_file: Path, text: Callable[[], str]) -> bool:
         fail(f"--output-file {output_file}: {target.refused}; not replaced (give a regular "
              "file or a new path, or - for stdout)", EXIT_USAGE)
     if target.fd == 1:
-        sys.stdout.write(text())  # written through, not replaced
+        sys.stdout.writelines(_pieces(text()))  # written through, not replaced
         return False
     try:
         if target.fd is not None:
-            outfile.write_through(target.fd, text().encode("utf-8"))
-        else:
-            write_atomically(output_file, text().encode("utf-8"))
+            outfile.write_through(target.fd, "".join(_pieces(text())).encode("utf-8"))
+        else:  # a piece at a time (a pod's, for JSON): never the whole report as bytes
+            write_atomically(output_file, (t.encode("utf-8") for t in _pieces(text())))
     except OSError as exc:
         fail(f"cannot write {output_file}: {exc.strerror or exc}", EXIT_USAGE)
     return True
+
+
+def _pieces(text: str | Iterable[str]) -> Iterable[str]:
+    return (text,) if isinstance(text, str) else text
 
 
 def is_stdout(path: Path) -> bool:
@@ -195,7 +200,7 @@ def not_a_report_file(path: Path) -> str | None:
     return target.refused
 
 
-def write_atomically(path: Path, data: bytes) -> None:
+def write_atomically(path: Path, data: bytes | Iterable[bytes]) -> None:
     """Write ``path`` so that it holds the old report or the new one, never half of one.
 
     The text goes to a temporary file in the same directory, which then
@@ -214,7 +219,8 @@ def write_atomically(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            for piece in (data,) if isinstance(data, bytes) else data:
+                fh.write(piece)
             fh.flush()
             os.fsync(fh.fileno())
         umask = os.umask(0)
