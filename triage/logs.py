@@ -991,11 +991,14 @@ class _Scan:
         the matches kept. False when the lines do not repeat enough for this to pay, or the
         block is dirty (it is cleaned first)."""
         data = block.data
-        if block.count < REPEAT_MIN_LINES or block.count > len(data) // REPEAT_MIN_LINE_BYTES:
+        if len(data) < REPEAT_MIN_LINES * REPEAT_MIN_LINE_BYTES:  # too few lines, or too short
             return False
         norm = data.translate(_DIGITS_AS_ZERO).split(b"\n")
         norm.pop()  # the block ends with a newline
         n = len(norm)
+        block.lines_known(n)  # not counted again (a count is a pass over the block)
+        if n < REPEAT_MIN_LINES or n > len(data) // REPEAT_MIN_LINE_BYTES:
+            return False
         counts = Counter(norm)  # in C; its keys in the order of their first lines
         if len(counts) * REPEAT_RATIO > n:
             return False
@@ -1408,7 +1411,7 @@ class _Block:
     def __init__(self, data: bytes, first: int) -> None:
         self.data = data
         self.first = first  # number of its first line
-        self.count = data.count(b"\n")
+        self._count: int | None = None
         self._parsed: dict[int, LogLine] = {}  # by line index
         self._starts: list[int] | None = None
         self._sums: _LineOffsets | None = None
@@ -1416,6 +1419,16 @@ class _Block:
         self._levels: list[str] | None = None
         self._stamps: list[int] | None = None  # offsets of time-like texts
         self._marks: list[tuple[int, int]] = [(0, 0)]  # known (offset, line index)
+
+    @property
+    def count(self) -> int:
+        """How many lines the block holds (counted when asked, unless a split told it)."""
+        if self._count is None:
+            self._count = self.data.count(b"\n")
+        return self._count
+
+    def lines_known(self, count: int) -> None:
+        self._count = count
 
     def set_lines(self, lines: list[bytes]) -> None:
         """The offsets of the block's lines, from their bytes already split."""
