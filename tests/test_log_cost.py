@@ -316,3 +316,19 @@ def test_past_the_bound_the_lines_a_block_repeats_stay_decided(
     monkeypatch.setattr(logs, "BLOCK_BYTES", len(data) // 3 + 1)
     assert {k: r.count for k, r in index.results.items() if r.count} == \
         _line_by_line(data, monkeypatch)
+
+
+@pytest.mark.parametrize("n", [1, 5, 2048, 2049, 4096, 4097, 4161, 9000])
+def test_line_offsets_kept_in_part_are_every_line_s(n: int) -> None:
+    """A block's line offsets are kept whole only for its first and last lines (a stride
+    between them): each line's start, and the line holding each byte, are still exact."""
+    rng = random.Random(n)
+    lines = [b"x" * rng.randint(0, 50) for _ in range(n)]
+    data = b"\n".join(lines) + b"\n"
+    offsets = logs._LineOffsets(lines, len(data))
+    starts = [0]
+    for line in lines[:-1]:
+        starts.append(starts[-1] + len(line) + 1)
+    assert [offsets.start(i, data) for i in range(n)] == starts
+    for pos in range(0, len(data), 7):
+        assert offsets.index_of(pos, data) == data.count(b"\n", 0, pos)

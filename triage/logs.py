@@ -999,11 +999,14 @@ class _Scan:
         the matches kept. False when the lines do not repeat enough for this to pay, or the
         block is dirty (it is cleaned first)."""
         data = block.data
-        if block.count < REPEAT_MIN_LINES or block.count > len(data) // REPEAT_MIN_LINE_BYTES:
+        if len(data) < REPEAT_MIN_LINES * REPEAT_MIN_LINE_BYTES:  # too few lines, or too short
             return False
         norm = data.translate(_DIGITS_AS_ZERO).split(b"\n")
         norm.pop()  # the block ends with a newline
         n = len(norm)
+        block.lines_known(n)  # not counted again (a count is a pass over the block)
+        if n < REPEAT_MIN_LINES or n > len(data) // REPEAT_MIN_LINE_BYTES:
+            return False
         counts = Counter(norm)  # in C; its keys in the order of their first lines
         if len(counts) * REPEAT_RATIO > n:
             return False
@@ -1354,6 +1357,58 @@ _ANSI_B = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|#033\[[0-9;]*m")
 _CONTROL_B = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
+EDGE_LINES = 2048  # a block's first and last lines, whose offsets are all kept
+OFFSET_STRIDE = 64  # between them, one offset kept per this many lines
+
+
+class _LineOffsets:
+    """Where a block's lines start, from their bytes already split, kept for the lines a
+    scan asks about: its kept matches are its first and its last, so every offset of the
+    first and last EDGE_LINES lines, and one in OFFSET_STRIDE between them (a line there is
+    found from the one before it). The offsets of every line were a list of 55,000 numbers
+    per block of traffic, built whether or not one was asked for."""
+
+    def __init__(self, lines: list[bytes], size: int) -> None:
+        n = len(lines)
+        self.head_end = h = min(EDGE_LINES, n)
+        self.tail_from = t = max(h, n - EDGE_LINES)
+        # offset of line i < h: head[i] + i; of line i >= t: tail_base + tail[i - t] + i - t
+        self.head = list(accumulate(map(len, lines[:h]), initial=0))
+        self.tail = list(accumulate(map(len, lines[t:]), initial=0))
+        self.tail_base = size - self.tail[-1] - (n - t)
+        middle = iter(lines[h:t])  # whole strides: a stride's first line is all that is kept
+        strides = zip(*[middle] * OFFSET_STRIDE, strict=False)
+        self.mid = list(accumulate(map(sum, map(map, repeat(len), strides)), initial=0))
+        self.mid_base = self.head[-1] + h
+
+    def start(self, i: int, data: bytes) -> int:
+        if i < self.head_end:
+            return self.head[i] + i
+        if i >= self.tail_from:
+            j = i - self.tail_from
+            return self.tail_base + self.tail[j] + j
+        c, within = divmod(i - self.head_end, OFFSET_STRIDE)
+        at = self.mid_base + self.mid[c] + c * OFFSET_STRIDE
+        for _ in range(within):
+            at = data.find(b"\n", at) + 1
+        return at
+
+    def index_of(self, start: int, data: bytes) -> int:
+        """The index of the line that starts at ``start``."""
+        if start < self.mid_base:
+            head = self.head
+            return bisect_right(range(len(head)), start, key=lambda i: head[i] + i) - 1
+        if start >= self.tail_base:
+            tail = self.tail
+            return self.tail_from + bisect_right(
+                range(len(tail)), start - self.tail_base, key=lambda j: tail[j] + j) - 1
+        mid = self.mid
+        c = bisect_right(range(len(mid)), start - self.mid_base,
+                         key=lambda k: mid[k] + k * OFFSET_STRIDE) - 1
+        at = self.mid_base + mid[c] + c * OFFSET_STRIDE
+        return self.head_end + c * OFFSET_STRIDE + data.count(b"\n", at, start)
+
+
 class _Block:
     """Whole lines of a log (ending with a newline), decoded and parsed only when asked for.
 
@@ -1364,26 +1419,32 @@ class _Block:
     def __init__(self, data: bytes, first: int) -> None:
         self.data = data
         self.first = first  # number of its first line
-        self.count = data.count(b"\n")
+        self._count: int | None = None
         self._parsed: dict[int, LogLine] = {}  # by line index
         self._starts: list[int] | None = None
-        self._sums: list[int] | None = None  # the lengths of the lines before each line
+        self._sums: _LineOffsets | None = None
         self._messages: tuple[str, list[int]] | None = None
         self._levels: list[str] | None = None
         self._stamps: list[int] | None = None  # offsets of time-like texts
         self._marks: list[tuple[int, int]] = [(0, 0)]  # known (offset, line index)
 
+    @property
+    def count(self) -> int:
+        """How many lines the block holds (counted when asked, unless a split told it)."""
+        if self._count is None:
+            self._count = self.data.count(b"\n")
+        return self._count
+
+    def lines_known(self, count: int) -> None:
+        self._count = count
+
     def set_lines(self, lines: list[bytes]) -> None:
-        """The offsets of the block's lines, from their bytes already split: the sums of
-        their lengths (line ``i`` starts ``i`` newlines later), one C pass fewer than the
-        offsets themselves."""
-        self._sums = list(accumulate(map(len, lines), initial=0))
+        """The offsets of the block's lines, from their bytes already split."""
+        self._sums = _LineOffsets(lines, len(self.data))
 
     @property
     def starts(self) -> list[int]:
         """Where each line starts (one pass over the block, made once)."""
-        if self._starts is None and self._sums is not None:
-            self._starts = list(map(add, self._sums[:self.count], range(self.count)))
         if self._starts is None:
             ends = [m.end() for m in re.finditer(b"\n", self.data)]
             self._starts = [0, *ends[:-1]]
@@ -1397,9 +1458,8 @@ class _Block:
         them, else counted from the nearest line already known (few lines are asked)."""
         if self._starts is not None:
             return bisect_right(self._starts, start) - 1
-        sums = self._sums
-        if sums is not None:
-            return bisect_right(range(self.count), start, key=lambda i: sums[i] + i) - 1
+        if self._sums is not None:
+            return self._sums.index_of(start, self.data)
         i = bisect_right(self._marks, (start, 1 << 62)) - 1
         offset, index = self._marks[i]
         if i + 1 < len(self._marks) and self._marks[i + 1][0] - start < start - offset:
@@ -1413,7 +1473,7 @@ class _Block:
 
     def line_start(self, index: int) -> int:
         if self._sums is not None:
-            return self._sums[index] + index
+            return self._sums.start(index, self.data)
         if self._starts is None:
             known = next((o for o, i in self._marks if i == index), None)
             if known is not None:
