@@ -178,8 +178,8 @@ def labels_name_vllm(pod: Obj) -> str | None:
         return None
     gpu = any(gpu_request(c) for c in containers(pod))
     for key in _NAMING_LABELS + (_GROUP_LABELS if gpu else ()):
-        value = str(labels.get(key) or "")
-        if _NAMES_VLLM.search(value) and not _NOT_A_SERVER_LABEL.search(value):
+        value = str(labels.get(key) or "")  # "" for most pods: no search
+        if value and _NAMES_VLLM.search(value) and not _NOT_A_SERVER_LABEL.search(value):
             return f"{key}={value}" + ("" if key in _NAMING_LABELS else
                                        " (and the pod asks for a GPU)")
     for key, rx in _SERVER_LABELS:
