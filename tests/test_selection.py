@@ -154,3 +154,59 @@ def test_bundle_keeps_the_pods_selected_by_their_log(tmp_path: Path) -> None:
     assert "llama-chat-9a8b7c6d5e-p7r4t" in names
     assert any("embed-indexer" in w for w in report["warnings"])
     assert (FIXTURES / FIXTURE).is_dir()
+
+
+def _every_fixture_pod() -> list[Any]:
+    pods: list[Any] = []
+    for root in sorted(FIXTURES.iterdir()):
+        if (root / "objects" / "pods.yaml").exists():
+            pods += load_list(root, "pods")["items"]
+    return pods
+
+
+def _wrong_typed(pod: Any) -> list[Any]:
+    """Variants of a pod with a field selection reads given the wrong type."""
+    import copy
+
+    out = []
+    for path, bad in ((("metadata",), "x"), (("metadata", "labels"), ["vllm"]),
+                      (("spec",), 3), (("spec", "containers"), {"image": "vllm/vllm-openai"}),
+                      (("status", "containerStatuses"), "CrashLoopBackOff"),
+                      (("spec", "containers", 0, "image"), 7),
+                      (("spec", "containers", 0, "args"), "--max-model-len 8"),
+                      (("spec", "containers", 0, "resources"), ["nvidia.com/gpu"])):
+        changed = copy.deepcopy(pod)
+        at = changed
+        try:
+            for part in path[:-1]:
+                at = at[part]
+            at[path[-1]] = bad
+        except (KeyError, IndexError, TypeError):
+            continue
+        out.append(changed)
+    return out
+
+
+@pytest.mark.parametrize("selector", [None, "app=x"])
+def test_a_pod_is_decided_on_its_view_as_on_the_whole_pod(selector: str | None) -> None:
+    """The live collector decides each listed pod on the normalized part selection reads
+    (``selection.view``) and normalizes the rest only of the pods kept: every decision
+    must be the one the whole normalized pod gives."""
+    from triage.collect.shape import normalize
+
+    pods = _every_fixture_pod()
+    assert len(pods) > 50
+    pods += [v for p in pods for v in _wrong_typed(p)] + ["a string", None, {}]
+    chosen_any = others_any = 0
+    for pod in pods:
+        whole, seen = normalize(pod), normalize(selection.view(pod))
+        if not isinstance(whole, dict):
+            assert whole == seen
+            continue
+        chosen = [c.get("name") for c in selection.triaged_containers(whole, selector)]
+        assert [c.get("name") for c in selection.triaged_containers(seen, selector)] == chosen
+        assert selection.worth_reading_head(seen) == selection.worth_reading_head(whole)
+        assert selection.passed_over([seen], []) == selection.passed_over([whole], [])
+        chosen_any += bool(chosen)
+        others_any += bool(selection.worth_reading_head(whole)) and not chosen
+    assert chosen_any and (others_any or selector)  # a selector takes every pod

@@ -114,6 +114,38 @@ MAX_HEAD_READS = 32  # pods whose log heads a scan reads, at most
 MAX_OTHER_PODS = 256  # unselected pods a scan keeps to read heads from and name if failing
 
 
+# What selection reads of a pod (here and in triage/workload.py's helpers it calls): a
+# listed pod is normalized only this far before it is selected, and whole only once it is
+# (or is kept to read its log's head); the rest of a 7 KB pod is most of the work.
+_VIEW_METADATA = ("name", "namespace", "labels")
+_VIEW_CONTAINER = ("name", "image", "command", "args", "resources", "restartPolicy")
+_VIEW_STATUS = ("containerStatuses", "initContainerStatuses")
+
+
+def view(pod: object) -> object:
+    """The part of a listed pod (as read, before normalizing) that deciding whether it
+    is triaged (``triaged_containers``, ``worth_reading_head``) reads; what is not a
+    mapping is kept as it is, for the normalizer to drop as it would in the whole pod."""
+    if not isinstance(pod, dict):
+        return pod
+    out: dict[str, object] = {}
+    for part, keys in (("metadata", _VIEW_METADATA), ("status", _VIEW_STATUS)):
+        value = pod.get(part)
+        if part in pod:
+            out[part] = {k: value[k] for k in keys if k in value} \
+                if isinstance(value, dict) else value
+    if "spec" in pod:
+        spec = pod["spec"]
+        if isinstance(spec, dict):
+            out["spec"] = {k: [{f: c[f] for f in _VIEW_CONTAINER if f in c}
+                               if isinstance(c, dict) else c for c in spec[k]]
+                           if isinstance(spec[k], list) else spec[k]
+                           for k in ("containers", "initContainers") if k in spec}
+        else:
+            out["spec"] = spec
+    return out
+
+
 def is_vllm_container(container: Obj) -> bool:
     image = str(container.get("image") or "")
     if _VLLM_IMAGE.search(image) and not _NOT_A_SERVER.search(image.rsplit("/", 1)[-1]):
@@ -146,8 +178,8 @@ def labels_name_vllm(pod: Obj) -> str | None:
         return None
     gpu = any(gpu_request(c) for c in containers(pod))
     for key in _NAMING_LABELS + (_GROUP_LABELS if gpu else ()):
-        value = str(labels.get(key) or "")
-        if _NAMES_VLLM.search(value) and not _NOT_A_SERVER_LABEL.search(value):
+        value = str(labels.get(key) or "")  # "" for most pods: no search
+        if value and _NAMES_VLLM.search(value) and not _NOT_A_SERVER_LABEL.search(value):
             return f"{key}={value}" + ("" if key in _NAMING_LABELS else
                                        " (and the pod asks for a GPU)")
     for key, rx in _SERVER_LABELS:

@@ -48,7 +48,7 @@ from kubernetes.config.config_exception import ConfigException
 from triage import __version__, selection, workload
 from triage.collect import ClusterUnreachable, InputError, NamespaceNotFound, proxies, transport
 from triage.collect.logtail import keep_end, size_label
-from triage.collect.shape import normalize_items
+from triage.collect.shape import Shaped, normalize, normalize_items
 from triage.logs import LogSource, decode
 from triage.redact import redact_object, redact_text
 from triage.sanitize import one_line
@@ -633,7 +633,7 @@ class Reader:
                    keep: Callable[[list[Any]], list[Obj]] | None = None,
                    on_version: Callable[[str], None] | None = None) -> list[Obj]:
         """Every item of a list, page by page as kubectl reads it (``limit`` and
-        ``continue``), with ``keep`` applied to each page before the next is read;
+        ``continue``), with ``keep`` applied to each page before the next is parsed;
         ``on_version`` is told the list's resourceVersion (its first page's: every page
         of a list is read at that version).
 
@@ -642,36 +642,61 @@ class Reader:
         as client-go's pager does; a second expiry is a failed read saying so.
         """
         restarted = False
-        while True:
-            kept: list[Obj] = []
-            token: str | None = None
-            try:
-                while True:
-                    page = self.get_json(path, {**(query or {}), "limit": PAGE_SIZE,
-                                                "continue": token})
-                    items = page.pop("items", None)
-                    items = items if isinstance(items, list) else []
-                    kept += keep(items) if keep is not None else [
-                        i for i in items if isinstance(i, dict)]
-                    del items  # before the next page: one page in memory at a time
-                    list_meta = page.get("metadata")
-                    list_meta = list_meta if isinstance(list_meta, dict) else {}
-                    if token is None and on_version is not None:
-                        on_version(str(list_meta.get("resourceVersion") or ""))
-                    token = str(list_meta.get("continue") or "")
-                    if not token:
-                        return kept
-            except ReadError as exc:
-                if exc.status != 410 or token is None:
-                    raise
-                if restarted:
-                    raise ReadError(410, "the list changed faster than it could be paged: its "
-                                    "continue token expired (410 Expired) again after the "
-                                    f"list was started over ({exc.reason})") from None
-                restarted = True
+        # The next page is asked for as soon as this one's bytes are in (its continue
+        # token is read from the answer's head), so the API server prepares and sends it
+        # while this one is parsed and selected: one page ahead, read in order.
+        ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="list-ahead")
+        try:
+            while True:
+                kept: list[Obj] = []
+                token: str | None = None
+                coming: tuple[str, Future[bytes]] | None = None
+                try:
+                    while True:
+                        if coming is not None and coming[0] == token:
+                            body = coming[1].result()
+                        else:
+                            body = self.get(path, {**(query or {}), "limit": PAGE_SIZE,
+                                                   "continue": token})
+                        coming = None
+                        early = _early_continue(body)
+                        if early:
+                            coming = (early, ahead.submit(
+                                self.get, path, {**(query or {}), "limit": PAGE_SIZE,
+                                                 "continue": early}))
+                        page = self._parse(path, body)
+                        del body
+                        items = page.pop("items", None)
+                        items = items if isinstance(items, list) else []
+                        kept += keep(items) if keep is not None else [
+                            i for i in items if isinstance(i, dict)]
+                        del items  # before the next page: one page parsed at a time
+                        list_meta = page.get("metadata")
+                        list_meta = list_meta if isinstance(list_meta, dict) else {}
+                        if token is None and on_version is not None:
+                            on_version(str(list_meta.get("resourceVersion") or ""))
+                        # The parsed answer decides; a page asked for with another
+                        # token (a head read wrongly) is dropped, never used.
+                        token = str(list_meta.get("continue") or "")
+                        if not token:
+                            return kept
+                except ReadError as exc:
+                    if exc.status != 410 or token is None:
+                        raise
+                    if restarted:
+                        raise ReadError(410, "the list changed faster than it could be paged: "
+                                        "its continue token expired (410 Expired) again after "
+                                        f"the list was started over ({exc.reason})") from None
+                    restarted = True
+        finally:
+            # A page asked for ahead and not used ends on its own deadline; not waited for.
+            ahead.shutdown(wait=False, cancel_futures=True)
 
     def get_json(self, path: str, query: dict[str, Any] | None = None) -> Obj:
-        body = self.get(path, query)
+        return self._parse(path, self.get(path, query))
+
+    @staticmethod
+    def _parse(path: str, body: bytes) -> Obj:
         try:
             data = json.loads(body)
         except (ValueError, RecursionError):
@@ -681,6 +706,30 @@ class Reader:
             raise ReadError(None, f"the answer to {path} is a JSON {type(data).__name__}, not an "
                             "object", "protocol")
         return data
+
+
+_HEAD_BYTES = 4096  # of a list's answer, where its metadata (and continue token) is
+
+
+def _early_continue(body: bytes) -> str | None:
+    """The continue token of a list's answer, read from its head before the whole answer
+    is parsed (an API server writes ``metadata`` before ``items``); None when it is not
+    there. Only a guess to ask for the next page early: the parsed answer decides."""
+    head = body[:_HEAD_BYTES]
+    at = head.find(b'"metadata"')
+    items = head.find(b'"items"')
+    if at < 0 or 0 <= items < at:
+        return None
+    colon = head.find(b":", at + len(b'"metadata"'))
+    if colon < 0:
+        return None
+    try:
+        text = head[colon + 1:].decode("utf-8", "ignore").lstrip()
+        found, _ = json.JSONDecoder().raw_decode(text)
+    except (ValueError, RecursionError):
+        return None
+    token = found.get("continue") if isinstance(found, dict) else None
+    return token if isinstance(token, str) and token else None
 
 
 def _client_cert(conn: Connection) -> str | None:
@@ -818,6 +867,38 @@ def _now() -> str:
     return now.replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
+def _choose_pods(items: list[Any], selector: str | None, notes: list[str], room: int
+                 ) -> tuple[list[Obj], list[Obj]]:
+    """The pods of a listed page that are triaged, normalized, and at most ``room`` others
+    worth reading a log's head of (``selection.worth_reading_head``), in the list's order.
+
+    Each pod is decided on the normalized part of it that selection reads
+    (``selection.view``): normalizing the whole of every listed pod was most of a
+    20,000-pod ``scan -A``'s time, and all but a few are dropped. The fields of the wrong
+    type are counted (``notes``) in the pods kept, the ones the report is made of."""
+    scratch = Shaped()  # a pod's view is normalized again whole if kept: counted then
+    taken: list[Any] = []
+    chosen_at: list[bool] = []
+    for raw in items:
+        if not isinstance(raw, dict):
+            taken.append(raw)  # counted as ignored, as normalize_items counts it
+            continue
+        seen = normalize(selection.view(raw), scratch)
+        if selection.triaged_containers(seen, selector):
+            chosen_at.append(True)
+        elif room > 0 and selection.worth_reading_head(seen):
+            chosen_at.append(False)
+            room -= 1
+        else:
+            continue
+        taken.append(raw)
+    if not taken:
+        return [], []
+    page = normalize_items("pods", taken, notes)
+    return ([p for p, c in zip(page, chosen_at, strict=True) if c],
+            [p for p, c in zip(page, chosen_at, strict=True) if not c])
+
+
 class LiveCollector:
     def __init__(self, conn: Connection, opts: Options,
                  progress: Callable[[str], None] | None = None) -> None:
@@ -919,8 +1000,7 @@ class LiveCollector:
         counts: dict[str, int] = {}
 
         def count(items: list[Any]) -> list[Obj]:  # counted page by page, nothing kept
-            for pod in selection.select_pods(normalize_items("pods", items, []),
-                                             self.opts.selector):
+            for pod in _choose_pods(items, self.opts.selector, [], 0)[0]:
                 other = str(meta(pod).get("namespace") or "")
                 if other and other != ns:
                     counts[other] = counts.get(other, 0) + 1
@@ -1049,12 +1129,9 @@ class LiveCollector:
         path = self._ns_path("/api/v1", "pods", ns)
 
         def keep(items: list[Any]) -> list[Obj]:
-            page = normalize_items("pods", items, notes)
-            chosen = selection.select_pods(page, self.opts.selector)
-            taken = {id(p) for p in chosen}
-            others.extend(p for p in page if id(p) not in taken and
-                          len(others) < selection.MAX_OTHER_PODS and
-                          selection.worth_reading_head(p))
+            chosen, other = _choose_pods(items, self.opts.selector, notes,
+                                         selection.MAX_OTHER_PODS - len(others))
+            others.extend(other)
             return [redact_object(p) for p in chosen]
         try:
             return self.reader.list_items(path, {"labelSelector": self.opts.selector}, keep,
