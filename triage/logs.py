@@ -737,14 +737,17 @@ RUN_SAMPLE = 4096
 VERDICT_BYTES = 2 * 1024 * 1024
 
 
-@dataclass
 class _Verdicts:
     """Which queries each distinct digit-free line matches, kept across a log's blocks (a
-    line repeated through a log is decided once per log)."""
+    line repeated through a log is decided once per log). A plain class: a dataclass
+    costs its generated methods at every start."""
 
-    decided: set[bytes] = field(default_factory=set)
-    matching: dict[Key, set[bytes]] = field(default_factory=dict)
-    size: int = 0  # bytes of the lines decided
+    __slots__ = ("decided", "matching", "size")
+
+    def __init__(self) -> None:
+        self.decided: set[bytes] = set()
+        self.matching: dict[Key, set[bytes]] = {}
+        self.size = 0  # bytes of the lines decided
 
     def add(self, lines: list[bytes], matched: dict[Key, set[bytes]]) -> None:
         self.decided.update(lines)
