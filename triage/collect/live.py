@@ -645,52 +645,47 @@ class Reader:
         # The next page is asked for as soon as this one's bytes are in (its continue
         # token is read from the answer's head), so the API server prepares and sends it
         # while this one is parsed and selected: one page ahead, read in order.
-        ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="list-ahead")
-        try:
-            while True:
-                kept: list[Obj] = []
-                token: str | None = None
-                coming: tuple[str, Future[bytes]] | None = None
-                try:
-                    while True:
-                        if coming is not None and coming[0] == token:
-                            body = coming[1].result()
-                        else:
-                            body = self.get(path, {**(query or {}), "limit": PAGE_SIZE,
-                                                   "continue": token})
-                        coming = None
-                        early = _early_continue(body)
-                        if early:
-                            coming = (early, ahead.submit(
-                                self.get, path, {**(query or {}), "limit": PAGE_SIZE,
-                                                 "continue": early}))
-                        page = self._parse(path, body)
-                        del body
-                        items = page.pop("items", None)
-                        items = items if isinstance(items, list) else []
-                        kept += keep(items) if keep is not None else [
-                            i for i in items if isinstance(i, dict)]
-                        del items  # before the next page: one page parsed at a time
-                        list_meta = page.get("metadata")
-                        list_meta = list_meta if isinstance(list_meta, dict) else {}
-                        if token is None and on_version is not None:
-                            on_version(str(list_meta.get("resourceVersion") or ""))
-                        # The parsed answer decides; a page asked for with another
-                        # token (a head read wrongly) is dropped, never used.
-                        token = str(list_meta.get("continue") or "")
-                        if not token:
-                            return kept
-                except ReadError as exc:
-                    if exc.status != 410 or token is None:
-                        raise
-                    if restarted:
-                        raise ReadError(410, "the list changed faster than it could be paged: "
-                                        "its continue token expired (410 Expired) again after "
-                                        f"the list was started over ({exc.reason})") from None
-                    restarted = True
-        finally:
-            # A page asked for ahead and not used ends on its own deadline; not waited for.
-            ahead.shutdown(wait=False, cancel_futures=True)
+        while True:
+            kept: list[Obj] = []
+            token: str | None = None
+            coming: tuple[str, Future[bytes]] | None = None
+            try:
+                while True:
+                    if coming is not None and coming[0] == token:
+                        body = coming[1].result()
+                    else:
+                        body = self.get(path, {**(query or {}), "limit": PAGE_SIZE,
+                                               "continue": token})
+                    coming = None
+                    early = _early_continue(body)
+                    if early:
+                        coming = (early, _ahead(
+                            self.get, path, {**(query or {}), "limit": PAGE_SIZE,
+                                             "continue": early}))
+                    page = self._parse(path, body)
+                    del body
+                    items = page.pop("items", None)
+                    items = items if isinstance(items, list) else []
+                    kept += keep(items) if keep is not None else [
+                        i for i in items if isinstance(i, dict)]
+                    del items  # before the next page: one page parsed at a time
+                    list_meta = page.get("metadata")
+                    list_meta = list_meta if isinstance(list_meta, dict) else {}
+                    if token is None and on_version is not None:
+                        on_version(str(list_meta.get("resourceVersion") or ""))
+                    # The parsed answer decides; a page asked for with another
+                    # token (a head read wrongly) is dropped, never used.
+                    token = str(list_meta.get("continue") or "")
+                    if not token:
+                        return kept
+            except ReadError as exc:
+                if exc.status != 410 or token is None:
+                    raise
+                if restarted:
+                    raise ReadError(410, "the list changed faster than it could be paged: "
+                                    "its continue token expired (410 Expired) again after "
+                                    f"the list was started over ({exc.reason})") from None
+                restarted = True
 
     def get_json(self, path: str, query: dict[str, Any] | None = None) -> Obj:
         return self._parse(path, self.get(path, query))
@@ -706,6 +701,22 @@ class Reader:
             raise ReadError(None, f"the answer to {path} is a JSON {type(data).__name__}, not an "
                             "object", "protocol")
         return data
+
+
+def _ahead(get: Callable[[str, dict[str, Any]], bytes], path: str,
+           query: dict[str, Any]) -> Future[bytes]:
+    """``get(path, query)`` on a thread of its own. A daemon: a page asked for ahead and
+    never used (the list failed, or was interrupted) ends on its own deadline, and the
+    process does not wait for it to exit."""
+    done: Future[bytes] = Future()
+
+    def run() -> None:
+        try:
+            done.set_result(get(path, query))
+        except BaseException as exc:  # handed to the reader of the page
+            done.set_exception(exc)
+    threading.Thread(target=run, name="list-ahead", daemon=True).start()
+    return done
 
 
 _HEAD_BYTES = 4096  # of a list's answer, where its metadata (and continue token) is
