@@ -36,9 +36,10 @@ if _GC_PAUSED:
 if _is_the_program():
     # The standard library's re compiles at import (PyYAML's, json's): from code kept
     # between runs (triage/recache.py).
-    from triage import recache
+    from triage import heap, recache
 
     recache.install()
+    heap.allow()  # big logs' blocks reuse the C heap (triage/heap.py)
 
 import atexit  # noqa: E402
 import os  # noqa: E402

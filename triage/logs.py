@@ -40,7 +40,7 @@ from typing import Any, ClassVar
 
 import regex
 
-from triage import lazyregex
+from triage import heap, lazyregex
 from triage.cache import cache_dir, write_atomically
 from triage.lazyregex import LazyRegex
 
@@ -401,6 +401,8 @@ def _line_blocks(source: LogSource) -> Iterator[bytes]:
     reader = _FileReader(source.path) if source.data is None else _MemoryReader(source.data)
     with reader:
         while data := reader.read(BLOCK_BYTES):
+            if len(data) == BLOCK_BYTES:  # a big log: its blocks' copies reuse the heap
+                heap.keep_freed_blocks()
             # A bare carriage return ends a line too (a log of tqdm redraws may hold no
             # newline at all); one at the very end may be the half of a \r\n.
             last = max(data.rfind(b"\n"), data.rfind(b"\r", 0, len(data) - 1))
