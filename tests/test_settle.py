@@ -44,7 +44,8 @@ def test_settled_report_is_the_unsettled_one(name: str) -> None:
         assert settled[fmt] == kept[fmt], f"{name}: {fmt} differs once pods are settled"
 
 
-def _diagnoses(name: str, monkeypatch: pytest.MonkeyPatch) -> list[PodDiagnosis]:
+def _diagnoses(name: str, monkeypatch: pytest.MonkeyPatch,
+               settle: bool = True) -> list[PodDiagnosis]:
     seen: list[PodDiagnosis] = []
     real = pipeline.build
 
@@ -53,7 +54,7 @@ def _diagnoses(name: str, monkeypatch: pytest.MonkeyPatch) -> list[PodDiagnosis]
         return real(snapshot, pods, *rest)
 
     monkeypatch.setattr(pipeline, "build", build)
-    pipeline.analyze(bundle.load(FIXTURES / name), [])
+    pipeline.analyze(bundle.load(FIXTURES / name), [], settle=settle)
     return seen
 
 
@@ -92,15 +93,7 @@ def test_a_settled_pod_keeps_what_its_metrics_said(monkeypatch: pytest.MonkeyPat
 
 
 def test_an_unsettled_pod_keeps_everything(monkeypatch: pytest.MonkeyPatch) -> None:
-    seen: list[PodDiagnosis] = []
-    real = pipeline.build
-
-    def build(snapshot: Any, pods: list[PodDiagnosis], *rest: Any) -> Any:
-        seen.extend(pods)
-        return real(snapshot, pods, *rest)
-
-    monkeypatch.setattr(pipeline, "build", build)
-    pipeline.analyze(bundle.load(FIXTURES / "cuda-oom"), [], settle=False)
+    seen = _diagnoses("cuda-oom", monkeypatch, settle=False)
     assert seen and all(d.result is None for d in seen)
     assert all(not ctx.settled and ctx.logs
                for d in seen for ctx in d.contexts)

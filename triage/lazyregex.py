@@ -16,7 +16,7 @@ from typing import Any, cast
 
 import regex
 
-from triage.cache import cache_dir, write_atomically
+from triage.cache import CompileRecorder, cache_dir, read_own, write_atomically
 
 
 class LazyRegex:
@@ -137,7 +137,6 @@ def _implied_flags(flags: int) -> int:
 _CODE: dict[tuple[str, int], tuple[Any, ...]] | None = None
 _NEW: dict[tuple[str, int], tuple[Any, ...]] = {}
 _LOCK = threading.Lock()
-_SEEN = threading.local()
 
 
 def _code_file() -> Path:
@@ -149,50 +148,35 @@ def _load_code() -> dict[tuple[str, int], tuple[Any, ...]]:
     global _CODE
     if _CODE is None:
         try:
-            loaded = marshal.loads(_code_file().read_bytes())
+            loaded = read_own(_code_file())
             _CODE = {(p, int(f)): tuple(a) for (p, f), a in loaded.items()}
         except Exception:  # absent, damaged, or from another Python
             _CODE = {}
     return _CODE
 
 
-class _Recorder:
-    """`regex`'s C module as its compiler sees it, noting what each compile hands it."""
-
-    def __init__(self, real: Any) -> None:
-        self._real = real
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._real, name)
-
-    def compile(self, *args: Any) -> Any:
-        out = self._real.compile(*args)
-        _SEEN.args = args
-        return out
-
-
-def _engine() -> Any:
+def _engine() -> CompileRecorder:
     from regex import _main
 
     current = _main._regex
-    if not isinstance(current, _Recorder):
-        current = _main._regex = _Recorder(current)
-    return current._real
+    if not isinstance(current, CompileRecorder):
+        current = _main._regex = CompileRecorder(current)
+    return current
 
 
 def _compile(pattern: str, flags: int) -> Any:
     key = (pattern, int(flags))
     with _LOCK:
         args = _load_code().get(key) or _NEW.get(key)
-        real = _engine()
+        engine = _engine()
     if args is not None:
         try:
-            return real.compile(*args)
+            return engine.real.compile(*args)
         except Exception:  # not what this `regex` expects: compile it
             pass
-    _SEEN.args = None
+    engine.seen.args = None
     compiled = regex.compile(pattern, flags)
-    seen = getattr(_SEEN, "args", None)
+    seen = getattr(engine.seen, "args", None)
     if seen is not None and not seen[5] and not seen[6]:  # no named lists
         record = tuple(int(a) if isinstance(a, int) else a for a in seen)  # flags are enums
         try:

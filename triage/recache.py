@@ -25,19 +25,17 @@ from __future__ import annotations
 import atexit
 import importlib
 import marshal
-import os
 import sys
 import threading
 import types
 from pathlib import Path
 from typing import Any
 
-from triage.cache import cache_dir, write_atomically
+from triage.cache import CompileRecorder, cache_dir, read_own, write_atomically
 
 _CODE: dict[tuple[type, str | bytes, int], tuple[Any, ...]] = {}
 _NEW: dict[tuple[type, str | bytes, int], tuple[Any, ...]] = {}
 _LOCK = threading.Lock()
-_SEEN = threading.local()
 _DEBUG = 128  # re.DEBUG
 _MAX_KEPT = 2000
 _INSTALLED: list[tuple[Any, Any, Any]] = []  # (compiler module, its compile, its _sre)
@@ -65,30 +63,6 @@ def _interpreter() -> str:
     return f"{sys.implementation.cache_tag}-{sys.version.split()[0]}"
 
 
-def _read(path: Path) -> Any:
-    """The file's marshalled content, if this user alone can have written it."""
-    with open(path, "rb") as fh:
-        info = os.fstat(fh.fileno())
-        if info.st_uid != os.getuid() or info.st_mode & 0o022:
-            raise PermissionError(f"{path}: not this user's own")
-        return marshal.loads(fh.read())
-
-
-class _Recorder:
-    """``_sre`` as the compiler sees it, noting what each compile hands it."""
-
-    def __init__(self, real: Any) -> None:
-        self._real = real
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._real, name)
-
-    def compile(self, *args: Any) -> Any:
-        out = self._real.compile(*args)
-        _SEEN.args = args
-        return out
-
-
 def install() -> None:
     """Compile through the kept code from now on; this run's new compiles are added to
     the file when the process exits."""
@@ -96,14 +70,16 @@ def install() -> None:
         return
     module = _compiler()
     real_compile, real_sre = module.compile, module._sre
-    if isinstance(real_sre, _Recorder):
+    if isinstance(real_sre, CompileRecorder):
         return
     try:
-        loaded = _read(code_file())
+        loaded = read_own(code_file())
         _CODE.update({(bytes if isinstance(p, bytes) else str, p, int(f)): tuple(a)
                       for (p, f), a in loaded.items()})
     except Exception:  # absent, damaged, or from another Python
         _CODE.clear()
+
+    recorder = CompileRecorder(real_sre)
 
     def compile(pattern: Any, flags: Any = 0) -> Any:
         if not isinstance(pattern, (str, bytes)) or int(flags) & _DEBUG:
@@ -115,9 +91,9 @@ def install() -> None:
                 return real_sre.compile(*args)
             except Exception:  # not what this _sre expects: compile it
                 pass
-        _SEEN.args = None
+        recorder.seen.args = None
         compiled = real_compile(pattern, flags)
-        seen = getattr(_SEEN, "args", None)
+        seen = getattr(recorder.seen, "args", None)
         if seen is not None and seen[0] == pattern:
             # The opcodes and flags are int subclasses (named constants): plain ints here.
             record = tuple(int(a) if isinstance(a, int) else
@@ -132,7 +108,7 @@ def install() -> None:
                 _NEW[key] = record
         return compiled
 
-    module._sre = _Recorder(real_sre)
+    module._sre = recorder
     module.compile = compile
     _INSTALLED.append((module, real_compile, real_sre))
     _install_dataclasses()
@@ -158,7 +134,7 @@ def _install_dataclasses() -> None:
     import dataclasses
 
     try:
-        loaded = _read(dataclass_file())
+        loaded = read_own(dataclass_file())
         _FUNCTIONS.update({text: code for text, code in loaded.items()
                            if isinstance(text, str) and isinstance(code, types.CodeType)})
     except Exception:  # absent, damaged, or from another Python

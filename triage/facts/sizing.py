@@ -495,18 +495,23 @@ def node_gpu_holders(ctx: ContainerContext) -> Measured:
 # --- autoscaling ------------------------------------------------------------------------
 
 
+def _largest_target(ctx: ContainerContext) -> tuple[float, str, str, str] | None:
+    """The largest per-pod autoscaling target (target, counts, where, field), if any."""
+    from triage.facts.rollout import _concurrency_targets
+
+    targets = _concurrency_targets(ctx)
+    return max(targets) if targets else None
+
+
 @fact("autoscale_target", unit="requests", scope="container",
       doc="the autoscaler's per-pod concurrency or queue target (Knative target annotation, "
           "InferenceService scaleTarget, an HPA Pods/External metric on vLLM's queue); the "
           "largest when several")
 def autoscale_target(ctx: ContainerContext) -> Measured:
-    from triage.facts.rollout import _concurrency_targets
-
-    targets = _concurrency_targets(ctx)
-    if not targets:
+    largest = _largest_target(ctx)
+    if largest is None:
         return Measured(None, "no concurrency or queue-length autoscaling target")
-    target, _, at, _ = max(targets)
-    return Measured(target, at)
+    return Measured(largest[0], largest[2])
 
 
 @fact("autoscale_target_field", unit="path", scope="container",
@@ -514,13 +519,11 @@ def autoscale_target(ctx: ContainerContext) -> Measured:
           "as a field path (spec.metrics[0].pods.target.averageValue); none when it is set "
           "elsewhere (an InferenceService, a second autoscaler)")
 def autoscale_target_field(ctx: ContainerContext) -> Measured:
-    from triage.facts.rollout import _concurrency_targets
-
-    targets = _concurrency_targets(ctx)
-    if not targets:
+    largest = _largest_target(ctx)
+    if largest is None:
         return Measured(None, "no concurrency or queue-length autoscaling target")
-    _, _, at, field = max(targets)
-    return Measured(field or None, f"{at}" if field else
+    _, _, at, field = largest
+    return Measured(field or None, at if field else
                     f"{at}: not a field of the workload's first autoscaler")
 
 
