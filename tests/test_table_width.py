@@ -179,3 +179,27 @@ def test_the_patch_on_screen_is_the_patch(fixture: str) -> None:
                              p["namespace"], "--type", p["type"]], typed
         assert typed.count("kubectl") == 3 and "--dry-run=server" in typed  # preview, apply
     assert shown == [wp["patch"]["patch"] for wp in patches["patches"]]
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_a_multi_line_fix_wraps_each_item_under_its_own_text(width: int) -> None:
+    """latency-tail-high's fix is a sentence and "- " items, wrapped in its pattern file
+    for the file's width: on a terminal each item wraps under its own text (no orphan
+    word at the fix column, no continuation at the item's mark)."""
+    text = in_pty(["analyze", str(FIXTURES / "request-queueing")], width)
+    lines = check(text, width)
+    start = next(i for i, line in enumerate(lines)
+                 if "fix:   Read which tail is long" in line)
+    column = lines[start].index("Read")
+    block = []
+    for line in lines[start + 1:]:
+        if not line.startswith(" " * column) or line.strip().startswith(("2.", "3.")):
+            break
+        block.append(line)
+    items = [line for line in block if line[column:].startswith("- ")]
+    assert len(items) >= 2, block
+    for line in block:
+        rest = line[column:]
+        assert rest.startswith(("- ", "  ", "... ")) or rest[:1].isupper(), (line, block)
+        if rest.startswith("  "):  # an item's continuation: under its text, two columns in
+            assert rest[2] != " ", (line, block)

@@ -136,13 +136,13 @@ def _cards(report: Report, width: int) -> list[RenderableType]:
         proof = _SOURCE_SUFFIX.sub("", card.proof)
         out.append(_labelled("proof: ", Text(_short(proof, PROOF_CHARS)), 3))
         if card.fix is not None:
-            first, *rest = card.fix.text.splitlines() or [""]
-            fix = Text(first, style="bold")
-            for line in rest[:8]:
-                fix.append("\n" + line)
-            if len(rest) > 8:
-                fix.append(f"\n... {len(rest) - 8} more lines (see -o markdown)", style="dim")
-            out.append(_labelled("fix:   ", fix, 3))
+            first, *rest = _items(card.fix.text.splitlines()) or [""]
+            shown: list[RenderableType] = [Text(first, style="bold", overflow="fold")]
+            shown += [_hanging(item, 0) for item in rest[:FIX_ITEMS]]
+            if len(rest) > FIX_ITEMS:
+                shown.append(Text(f"... {len(rest) - FIX_ITEMS} more (see -o markdown)",
+                                  style="dim"))
+            out.append(_labelled("fix:   ", Group(*shown), 3))
             for command in card.fix.commands:
                 if card.fix.patch is None or command != card.fix.patch.command():
                     out.append(_labelled("run:   ", Text("\n".join(
@@ -167,13 +167,45 @@ def _cards(report: Report, width: int) -> list[RenderableType]:
     return out
 
 
-def _labelled(label: str, text: Text, indent: int, label_style: str = "") -> RenderableType:
+FIX_ITEMS = 3  # sentences and items of a multi-line fix shown under its first line (a card stays
+# about ten lines: the next card's answer stays on the first screen)
+
+
+def _items(lines: list[str]) -> list[str]:
+    """A fix's text as the sentences and ``- `` items it is made of: the pattern file
+    wraps them for its own width, the terminal wraps them again for its own (each item
+    under its own text), so a line that goes on the one before is joined to it."""
+    items: list[str] = []
+    for line in lines:
+        text = line.strip()
+        if not text:
+            continue
+        if items and not text.startswith("- ") and not items[-1].endswith(":") \
+                and _indent(line) == _indent(items[-1]) + _bullet(items[-1]):
+            items[-1] = f"{items[-1]} {text}"
+        else:
+            items.append(line.rstrip())
+    return items
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _bullet(line: str) -> int:
+    """The width of a ``- `` item's mark (its text goes on two columns in)."""
+    return 2 if line.lstrip(" ").startswith("- ") else 0
+
+
+def _labelled(label: str, text: RenderableType, indent: int,
+              label_style: str = "") -> RenderableType:
     """``label`` then ``text``, the text wrapping under itself, not under the margin."""
     grid = Table.grid(expand=False)
     if label:
         grid.add_column(width=len(label), no_wrap=True)
     grid.add_column(ratio=1, overflow="fold")
-    text.overflow = "fold"
+    if isinstance(text, Text):
+        text.overflow = "fold"
     grid.add_row(*([Text(label, style=label_style)] if label else []), text)
     return Padding(grid, (0, 0, 0, indent), expand=False)
 
@@ -244,7 +276,7 @@ def _pod_panel(pod: PodResult, width: int) -> Panel:
 
 def _hanging(line: str, indent: int, style: str = "") -> RenderableType:
     """A line that wraps under itself, not under the margin ('- ' items under their text)."""
-    bullet = len(line) - len(line.lstrip(" ")) + (2 if line.lstrip().startswith("- ") else 0)
+    bullet = _indent(line) + _bullet(line)
     if not bullet:
         return Padding(Text(line, style=style, overflow="fold"), (0, 0, 0, indent),
                        expand=False)
