@@ -174,7 +174,7 @@ def case_8_big_log_bundle(tmp: Path, code: Path, limit: float, timeout: float
 def case_3_redaction(tmp: Path, code: Path, limit: float, timeout: float) -> dict[str, Any]:
     """redact_text of 'password:' + 150,000 spaces, in the code's own redactor (a fresh
     grandchild process, so its peak RSS is its own, not this process's at fork)."""
-    script = ("import time\nfrom triage.redact import redact_text\n"
+    script = ("import time\nfrom triage.safety.redact import redact_text\n"
               "t = time.monotonic(); redact_text('password:' + ' ' * 150000)\n"
               "print(round(time.monotonic() - t, 3))\n")
     launcher = ("import resource, subprocess, sys\n"

@@ -190,7 +190,7 @@ def markdown(rows: list[Row]) -> str:
 def warm_up() -> None:
     """Compile the tool's bytecode once, as installing it does, so no timed run pays it."""
     subprocess.run([sys.executable, "-c", "import triage.cli, triage.pipeline, "
-                    "triage.collect.live, triage.collect.bundle, triage.report.html"],
+                    "triage.collect.live, triage.collect.bundle, triage.writers.html"],
                    env=clean_env(), cwd=str(ROOT), check=True)
     subprocess.run(cli("analyze", str(ROOT / "fixtures" / "cuda-oom"), "-o", "json"),
                    env=clean_env(), cwd=str(ROOT), stdout=subprocess.DEVNULL, check=False)

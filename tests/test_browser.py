@@ -23,8 +23,8 @@ import yaml
 
 from tests.conftest import FIXTURES, need, replay_with_prometheus, run_cli
 from tests.test_reports import hostile, parse
-from triage.report import html as html_writer
 from triage.results import Report
+from triage.writers import html as html_writer
 
 DESKTOP, PRINT = 1280, 794  # px: a laptop browser window; A4 at 96 dpi
 BAND = (0xF9, 0xFA, 0xFB)  # timeline row band

@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import FIXTURES, replay, run_cli
 from tests.kubeapi import write_kubeconfig
-from triage.labelselector import SelectorError, check
+from triage.kube.labelselector import SelectorError, check
 
 LIBRARY_WORDS = ("ParserError", "ScannerError", "ConfigException", "Exception", "Error:",
                  "Traceback", "Value error", "binascii")

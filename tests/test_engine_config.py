@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from triage import engine_config, selection
 from triage.snapshot import Snapshot
+from triage.vllm import engine_config, selection
 
 
 def container(args: list[str] | None = None, command: list[str] | None = None,

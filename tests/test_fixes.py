@@ -20,10 +20,10 @@ import yaml
 
 from tests.conftest import FIXTURES, fixture_names, need, run_cli
 from tests.fixturekit import copy_fixture, load_list, save_list
-from triage import patches, pipeline
+from triage import pipeline
 from triage.collect import bundle
-from triage.results import Fix, Report
-from triage.rules.fixlang import (
+from triage.fixes import patches
+from triage.fixes.language import (
     FixLanguageError,
     Missing,
     fill,
@@ -32,6 +32,7 @@ from triage.rules.fixlang import (
     render,
     template_names,
 )
+from triage.results import Fix, Report
 
 GIB = 2**30
 

@@ -34,11 +34,11 @@ from triage import pipeline
 from triage.collect import CollectError, InputError, bundle
 from triage.collect.shape import normalize_items
 from triage.logs import LogSource, Query, QuerySet, scan
-from triage.metrics import parse_metrics
-from triage.report import writers
 from triage.rules.loader import PatternError, parse_pattern
 from triage.snapshot import Snapshot
-from triage.startup import QUERIES, read_startup
+from triage.vllm.metrics import parse_metrics
+from triage.vllm.milestones import QUERIES, read_startup
+from triage.writers import writers
 
 T = TypeVar("T")
 BOUND_S = 10.0

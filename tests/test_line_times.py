@@ -16,11 +16,11 @@ import yaml
 
 from tests.conftest import FIXTURES, fixture_names, replay, run_cli
 from tests.kubeapi import strip_kubelet_times
-from triage import linetime
 from triage.collect.bundle import load
 from triage.facts import ContainerContext
-from triage.selection import triaged_containers
+from triage.logs import linetime
 from triage.snapshot import meta
+from triage.vllm.selection import triaged_containers
 
 _VLLM = re.compile(r"\b(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b")
 _LOG_DETAIL = re.compile(r"^(previous log|log) \(([\w.-]+)\) line (\d+):")

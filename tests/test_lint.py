@@ -21,10 +21,12 @@ import pytest
 import yaml
 
 from tests.conftest import FIXTURES, ROOT, fixture_names, run_cli
-from triage import pipeline, workload
+from triage import pipeline
 from triage.collect import bundle
-from triage.collect.manifests import Input, collect
-from triage.report import sarif
+from triage.kube import workload
+from triage.lint import sarif
+from triage.lint.manifests import Input, collect
+from triage.lint.run import lint as lint_manifests
 from triage.snapshot import meta
 
 DATA = ROOT / "tests" / "data" / "lint"
@@ -240,7 +242,7 @@ def test_lint_of_a_fixtures_workloads_agrees_with_analyze(name: str, tmp_path: P
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump_all(_workload_objects(bundle.load(FIXTURES / name)),
                                        sort_keys=False))
-    linted = pipeline.lint(collect([Input(str(path))]))
+    linted = lint_manifests(collect([Input(str(path))]))
     assert not linted.problems
     lint_ids: dict[str, set[str]] = {}
     for f in linted.findings:
@@ -342,7 +344,7 @@ def test_sarif_uris_of_stdin_spaces_and_absolute_paths(tmp_path: Path) -> None:
 
 
 def test_sarif_document_of_an_empty_run_validates() -> None:
-    report = pipeline.lint(collect([Input(str(SEED_FIXED))]))
+    report = lint_manifests(collect([Input(str(SEED_FIXED))]))
     _valid(sarif.document(report))
 
 
@@ -579,7 +581,7 @@ def test_every_unseen_manifest_has_its_expectation() -> None:
 
 @pytest.mark.parametrize("name", sorted(UNSEEN_EXPECTED))
 def test_unseen_manifests(name: str) -> None:
-    report = pipeline.lint(collect([Input(str(UNSEEN / name))]))
+    report = lint_manifests(collect([Input(str(UNSEEN / name))]))
     assert not report.problems
     assert {(f.id, f.line) for f in report.findings} == UNSEEN_EXPECTED[name]
     assert not [w for w in report.warnings if "wrong type" in w], report.warnings
@@ -589,7 +591,7 @@ def test_unseen_manifests(name: str) -> None:
 
 def _facts(manifests: Any, *names: str) -> dict[str, Any]:
     from triage.facts import ContainerContext
-    from triage.selection import triaged_containers
+    from triage.vllm.selection import triaged_containers
 
     (w,) = manifests.workloads
     (container,) = triaged_containers(w.pod, None)
@@ -630,7 +632,7 @@ def test_statefulset_claim_templates_are_the_pods_volumes() -> None:
         "{name: hf-cache, mountPath: /root/.cache/huggingface}",
         "{name: hf-cache, mountPath: /data}")
     manifests = collect([Input("-")], stdin=io.BytesIO(text.encode()))
-    report = pipeline.lint(manifests)
+    report = lint_manifests(manifests)
     assert {f.id for f in report.findings} == {"model-cache-missing"}
 
 

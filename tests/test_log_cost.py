@@ -339,7 +339,7 @@ def test_a_big_log_asks_for_the_heap_to_keep_its_blocks(tmp_path: Path,
     """Each 8 MiB block's copies faulted fresh pages in (0.15-0.2 s of system time per
     100 MiB): a log longer than a block asks once to keep freed blocks in the heap; a
     short one does not, and a program that only imports the package is never tuned."""
-    from triage import heap
+    from triage.logs import heap
 
     asked: list[int] = []
     monkeypatch.setattr(heap, "keep_freed_blocks", lambda: asked.append(1) or True)
@@ -357,7 +357,7 @@ def test_a_big_log_asks_for_the_heap_to_keep_its_blocks(tmp_path: Path,
 
 
 def test_the_heap_is_tuned_once_and_only_when_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
-    from triage import heap
+    from triage.logs import heap
 
     monkeypatch.setattr(heap, "_state", {"allowed": False, "done": False})
     assert heap.keep_freed_blocks() is False

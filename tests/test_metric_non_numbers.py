@@ -86,7 +86,7 @@ def test_why_prometheus_duplicate_samples_are_malformed_not_summed(tmp_path: Pat
 def test_prometheus_duplicate_counter_sample_is_named(tmp_path: Path) -> None:
     """A counter's samples twice: the parser gives each line a family of its own, which
     read as no counter at all; now the counter is unknown, named."""
-    from triage.metrics import parse_metrics
+    from triage.vllm.metrics import parse_metrics
 
     page = next((FIXTURES / HEALTHY / "metrics").rglob("*.txt")).read_text()
     doubled = "".join(line * 2 if line.startswith("vllm:request_success_total") else line

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from triage.metrics import histogram_quantile, parse_metrics
+from triage.vllm.metrics import histogram_quantile, parse_metrics
 
 V1 = """\
 # HELP vllm:num_requests_running Number of requests in model execution batches.

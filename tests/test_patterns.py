@@ -64,7 +64,7 @@ def test_patterns_test_command_runs_the_examples() -> None:
 
 def test_patterns_facts_lists_every_name() -> None:
     from triage.facts import REGISTRY
-    from triage.metrics import METRICS
+    from triage.vllm.metrics import METRICS
 
     run = run_cli("patterns", "--facts")
     assert run.code == 0, run.stderr

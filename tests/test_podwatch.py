@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import FIXTURES
 from tests.fixturekit import HEALTHY_POD, load_list
-from triage.collect.podwatch import PodWatcher, pod_state
+from triage.collect.live.podwatch import PodWatcher, pod_state
 
 
 def _pods() -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from tests.conftest import replay, run_cli
-from triage.collect.proxies import no_proxy_matches, proxy_for
+from triage.collect.live.proxies import no_proxy_matches, proxy_for
 
 DEAD_PROXY = "http://127.0.0.1:9"  # nothing listens on the discard port
 

@@ -26,7 +26,7 @@ SAMPLES = ["abccd", "2024-05 x", "  key: v\nnext: w", "HELLO WORLD", "A\nB", "x"
 
 _PROBE = _PATTERNS + r"""
 import json, sys
-from triage import recache
+from triage.speed import recache
 if sys.argv[1] == "on":
     recache.install()
 out = []
@@ -130,7 +130,7 @@ def test_analyze_of_a_directory_to_stdout_imports_no_archive_or_temp_file_module
 _DATACLASSES = r"""
 import dataclasses, json, sys
 from dataclasses import dataclass, field
-from triage import recache
+from triage.speed import recache
 if sys.argv[1] == "on":
     recache.install()
 

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from tests.conftest import FIXTURES, replay, run_cli
-from triage.redact import MASK, redact_object, redact_text
+from triage.safety.redact import MASK, redact_object, redact_text
 
 FIXTURE = "secrets-planted"
 INCIDENT = yaml.safe_load((FIXTURES / FIXTURE / "incident.yaml").read_text())

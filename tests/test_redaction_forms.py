@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import replay, run_cli
 from tests.fixturekit import copy_fixture, load_list, save_list, write_bytes
-from triage.redact import MASK, redact_object, redact_text
+from triage.safety.redact import MASK, redact_object, redact_text
 
 PGP = """-----BEGIN PGP PRIVATE KEY BLOCK-----
 

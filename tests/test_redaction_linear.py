@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from triage import redact, sanitize
-from triage.redact import MASK, UNCHECKED, redact_text
+from triage.safety import redact, sanitize
+from triage.safety.redact import MASK, UNCHECKED, redact_text
 
 # The pieces rules are made of: what makes a rule start, continue and fail late.
 PIECES = [

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 
 from tests.conftest import FIXTURES, fixture_names, replay, run_cli
-from triage.report import html as html_writer
-from triage.report import markdown as md_writer
-from triage.report import writers
-from triage.report.markdown import VERDICT_MARK
 from triage.results import Report
+from triage.writers import html as html_writer
+from triage.writers import markdown as md_writer
+from triage.writers import writers
+from triage.writers.markdown import VERDICT_MARK
 
 VOID = {"meta", "br", "hr", "img", "input", "link", "col", "wbr", "area", "base", "source"}
 

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import FIXTURES
-from triage import pipeline, workload
+from triage import pipeline
 from triage.collect import bundle
+from triage.kube import workload
 from triage.snapshot import Snapshot
 
 BASE = bundle.load(FIXTURES / "rollout-gpu-surge")

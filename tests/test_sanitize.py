@@ -1,7 +1,7 @@
 """Issue 11 point 2: no escape sequence, control character or bidi override from a
 cluster, a bundle or a server's error reaches the terminal, a report file or stderr.
 
-Every field that comes from outside goes through ``triage.sanitize`` on its way
+Every field that comes from outside goes through ``triage.safety.sanitize`` on its way
 into the report (``triage.report.build``) and on its way to stderr (the CLI's
 one ``_say``), not through each writer.
 """
@@ -16,8 +16,8 @@ import yaml
 
 from tests.conftest import FIXTURES, replay, run_cli
 from tests.fixturekit import copy_fixture, load_list, save_list, write_bytes
-from triage.report.markdown import inline
-from triage.sanitize import sanitize
+from triage.safety.sanitize import sanitize
+from triage.writers.markdown import inline
 
 OSC52 = "\x1b]52;c;ZXZpbA==\x07"  # write "evil" to the clipboard
 CLEAR = "\x1b[2J\x1b[H"  # clear the screen

@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import FIXTURES, replay, run_cli
 from tests.fixturekit import copy_fixture, load_list, save_list
-from triage import selection
+from triage.vllm import selection
 
 FIXTURE = "vllm-pods-by-flags-labels-logs"
 

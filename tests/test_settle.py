@@ -19,8 +19,8 @@ from triage import pipeline
 from triage.checklist import steps
 from triage.collect import bundle
 from triage.facts import LogsSettled
-from triage.report import table, writers
 from triage.rules.evaluate import PodDiagnosis
+from triage.writers import table, writers
 
 # Logs with matches and context, /metrics, a Prometheus window, patches, redaction,
 # several pods of a workload, a stats-lines step, an unreadable-log case.
@@ -115,7 +115,7 @@ def test_json_written_a_pod_at_a_time_is_the_one_document(name: str) -> None:
     import dataclasses
     import json
 
-    from triage.report import json_report
+    from triage.writers import json_report
 
     report = pipeline.analyze(bundle.load(FIXTURES / name), [])
     for r in (report, dataclasses.replace(report, pods=())):

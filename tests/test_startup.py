@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from triage.logs import LogSource, scan
-from triage.startup import QUERIES, StartupReport, read_startup
+from triage.vllm.milestones import QUERIES, StartupReport, read_startup
 
 V1 = """\
 (APIServer pid=1) INFO 11-24 11:42:58 [api_server.py:1805] vLLM API server version 0.10.1.1

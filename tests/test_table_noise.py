@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 
 from tests.conftest import FIXTURES, run_cli
-from triage.report import table
 from triage.results import (
     Finding,
     PodResult,
@@ -17,6 +16,7 @@ from triage.results import (
     TimelineEvent,
     Verdict,
 )
+from triage.writers import table
 
 
 def _report(findings: tuple[Finding, ...], timeline: tuple[TimelineEvent, ...] = ()

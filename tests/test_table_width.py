@@ -129,7 +129,7 @@ def test_a_wrapped_command_still_runs_when_copied() -> None:
     is the same command (a hard wrap inside the quoted JSON of -p would break it)."""
     import shlex
 
-    from triage.report.table import shell_lines
+    from triage.writers.table import shell_lines
 
     command = ("kubectl patch deployment vllm-llama70b -n llm --type strategic -p "
                "'{\"spec\": {\"template\": {\"spec\": {\"containers\": [{\"name\": \"vllm\"}]}}}}'")

@@ -12,7 +12,7 @@ import cmarkgfm
 from cmarkgfm.cmark import Options
 
 from tests.conftest import FIXTURES, run_cli
-from triage.report.markdown import CODE_WIDTH
+from triage.writers.markdown import CODE_WIDTH
 
 _LOG = re.compile(r"^(?:previous log|log) \([^)]*\) line \d+[> ] ?(.*)$")
 

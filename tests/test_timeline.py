@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from tests.conftest import FIXTURES, run_cli
-from triage.report import markdown, table
 from triage.results import Report
+from triage.writers import markdown, table
 
 
 def _report(name: str) -> dict[str, Any]:

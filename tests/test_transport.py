@@ -11,7 +11,7 @@ import urllib3
 from urllib3.connection import HTTPSConnection
 from urllib3.connectionpool import HTTPSConnectionPool
 
-from triage.collect import transport
+from triage.collect.live import transport
 
 
 class FakeResponse:

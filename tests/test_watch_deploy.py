@@ -176,7 +176,7 @@ def test_watch_needs_nothing_the_role_does_not_grant(tmp_path: Path) -> None:
 
 def test_the_tools_own_lint_passes_and_never_takes_the_watch_for_vllm() -> None:
     from tests.conftest import run_cli
-    from triage.selection import is_vllm_container
+    from triage.vllm.selection import is_vllm_container
 
     run = run_cli("lint", "-k", str(BASE), "--fail-on", "info", "-o", "json")
     assert run.code == 0, run.stdout + run.stderr

@@ -36,7 +36,8 @@ if _GC_PAUSED:
 if _is_the_program():
     # The standard library's re compiles at import (PyYAML's, json's): from code kept
     # between runs (triage/recache.py).
-    from triage import heap, recache
+    from triage.logs import heap
+    from triage.speed import recache
 
     recache.install()
     heap.allow()  # big logs' blocks reuse the C heap (triage/heap.py)

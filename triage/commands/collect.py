@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from triage.collect import InputError, outfile
+from triage.collect import InputError
 from triage.commands.common import Output, PrometheusArgs, guard, live_collector, progress, say
 from triage.commands.options import (
     AllNsOpt,
@@ -27,6 +27,7 @@ from triage.commands.options import (
     TailOpt,
     TimeoutOpt,
 )
+from triage.safety import outfile
 
 
 def collect(

@@ -23,10 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 import regex
 
-from triage import lazyregex
-from triage.collect import CollectError, InputError, outfile
-from triage.redact import redact_text
-from triage.sanitize import sanitize
+from triage.collect import CollectError, InputError
+from triage.safety import outfile
+from triage.safety.redact import redact_text
+from triage.safety.sanitize import sanitize
+from triage.speed import lazyregex
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -130,10 +131,10 @@ def terminal_width() -> int | None:
 
 def emit(report: Report, output: Output, output_file: Path | None, quiet: bool = False,
          fix_dir: Path | None = None) -> None:
-    from triage.report import chunks, writers
+    from triage.writers import chunks, writers
 
     if fix_dir is not None:
-        from triage.report import fixdir
+        from triage.fixes import files as fixdir
 
         try:
             written = fixdir.write(report, fix_dir, write_atomically)
@@ -143,7 +144,7 @@ def emit(report: Report, output: Output, output_file: Path | None, quiet: bool =
             f"no patch to write to {fix_dir}: no finding has a computed patch")
 
     def draw_table(r: Report, color: bool) -> str:
-        from triage.report import table  # rich, only when a table is drawn
+        from triage.writers import table
 
         return table.render(r, color, width=terminal_width())
 
@@ -286,7 +287,7 @@ def progress() -> Iterator[Callable[[str], None]]:
 
 def check_label_selector(value: str | None) -> str | None:
     """-l is a valid label selector, checked before any request is made."""
-    from triage.labelselector import SelectorError, check
+    from triage.kube.labelselector import SelectorError, check
 
     try:
         check(value or "")

@@ -74,9 +74,9 @@ def lint(
 
     FILE... are manifest files, as with -f (how pre-commit passes them).
     """
-    from triage import pipeline
-    from triage.collect.manifests import Input, collect
-    from triage.report.lint_writers import writers
+    from triage.lint.manifests import Input, collect
+    from triage.lint.run import lint as lint_manifests
+    from triage.lint.writers import writers
 
     inputs = [Input(f) for f in [*(filename or []), *(files or [])]] + [Input(k, kustomize=True)
                                                   for k in kustomize or []]
@@ -87,7 +87,7 @@ def lint(
     ignored = {part for item in ignore or [] for part in regex.split(r"[\s,]+", item) if part}
     with guard(debug):
         manifests = collect(inputs, recursive)
-        report = pipeline.lint(manifests, list(patterns or []), ignored)
+        report = lint_manifests(manifests, list(patterns or []), ignored)
         unknown = sorted(ignored - {r.id for r in report.rules} - {"all"})
         if unknown:
             fail(f"--ignore {unknown[0]}: no such finding id (vllm-triage patterns lists "

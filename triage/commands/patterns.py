@@ -8,7 +8,7 @@ import typer
 
 from triage.commands.common import EXIT_OK, EXIT_USAGE, say
 from triage.commands.options import PatternsOpt
-from triage.sanitize import sanitize
+from triage.safety.sanitize import sanitize
 
 
 def list_patterns(

@@ -11,7 +11,7 @@ import typer
 from triage.collect import InputError
 
 if TYPE_CHECKING:
-    from triage.report.clusters import ClusterReport
+    from triage.clusters.report import ClusterReport
 from triage.commands.common import (
     EXIT_USAGE,
     Output,
@@ -114,8 +114,8 @@ def scan_clusters(contexts: list[str], all_contexts: bool, namespace: str | None
                   fix_dir: Path | None = None) -> None:
     """scan over several clusters: read in parallel, one report with a section each;
     --fail-on, -q and --fix-dir apply to the whole run (patch files named per cluster)."""
-    from triage import fleet
-    from triage.report.clusters import render
+    from triage.clusters import scan as fleet
+    from triage.clusters.report import render
 
     with guard(debug):
         if all_contexts:
@@ -150,7 +150,7 @@ def scan_clusters(contexts: list[str], all_contexts: bool, namespace: str | None
 
 def write_fixes(sections: list[ClusterReport], fix_dir: Path) -> None:
     """--fix-dir over several clusters: each cluster's patches, its context in the names."""
-    from triage.report import fixdir
+    from triage.fixes import files as fixdir
 
     written: list[Path] = []
     for s in sections:

@@ -19,11 +19,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from triage import engine_config, workload
-from triage import startup as startup_lines
-from triage.engine_config import EngineConfig
+from triage.kube import workload
 from triage.logs import LogIndex, QuerySet, scan
-from triage.metrics import MetricsView, parse_metrics
 from triage.results import Location
 from triage.snapshot import (
     CURRENT,
@@ -35,7 +32,11 @@ from triage.snapshot import (
     Snapshot,
     meta,
 )
-from triage.startup import StartupReport, read_startup
+from triage.vllm import engine_config
+from triage.vllm import milestones as startup_lines
+from triage.vllm.engine_config import EngineConfig
+from triage.vllm.metrics import MetricsView, parse_metrics
+from triage.vllm.milestones import StartupReport, read_startup
 
 SCOPES = ("container", "pod", "node", "workload")
 
@@ -287,7 +288,7 @@ class ContainerContext:
         return None
 
     def metric_values(self) -> dict[str, float] | None:
-        """The pod's derived metrics (``triage.metrics.METRICS``), None when none were read.
+        """The pod's derived metrics (``triage.vllm.metrics.METRICS``), None when none were read.
 
         Over the Prometheus window when it has the pod's vLLM series, else from
         the one scrape: never a mix, so a counter is never a total since start

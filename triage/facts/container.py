@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from triage import workload
 from triage.facts import ContainerContext, Measured, Unmeasurable, fact, stream_label
+from triage.kube import workload
 from triage.results import Location
 from triage.snapshot import LOG_STREAMS, Obj
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from triage import lazyregex, linetime, workload
 from triage.facts import (
     LOG_QUERIES,
     ContainerContext,
@@ -14,9 +13,11 @@ from triage.facts import (
     fact,
     stream_label,
 )
-from triage.logs import Hit, LogLine, Query
+from triage.kube import workload
+from triage.logs import Hit, LogLine, Query, linetime
 from triage.results import Location
 from triage.snapshot import CURRENT, PREVIOUS, meta
+from triage.speed import lazyregex
 
 _MAX_MODEL_LEN_LOG = LOG_QUERIES.add(Query(lazyregex.compile(
     r"\bUsing max model len (\d+)|\bmax_seq_len=(\d+)")))

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import regex
 
-from triage import lazyregex
 from triage.facts import (
     LOG_QUERIES,
     ContainerContext,
@@ -28,6 +27,7 @@ from triage.facts import (
 )
 from triage.logs import LogLine, Query
 from triage.snapshot import CURRENT, PREVIOUS
+from triage.speed import lazyregex
 
 # Most specific first: a timeout or a transport beats the bare result code.
 _NCCL_REGEXES: tuple[tuple[str, regex.Pattern[str]], ...] = (

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import posixpath
 
-from triage import lazyregex, workload
 from triage.facts import LOG_QUERIES, ContainerContext, Measured, Unmeasurable, fact, stream_label
+from triage.kube import workload
 from triage.logs import Hit, Query
 from triage.snapshot import CURRENT, PREVIOUS
+from triage.speed import lazyregex
 
 # Environment variables that move a cache of vLLM, Hugging Face, torch, Triton or XDG.
 CACHE_ENV = (

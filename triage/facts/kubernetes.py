@@ -19,10 +19,11 @@ from typing import Any
 
 import regex
 
-from triage import lazyregex, workload
 from triage.facts import ContainerContext, Measured, Unmeasurable, fact
 from triage.facts.container import shm_location
+from triage.kube import workload
 from triage.snapshot import PREVIOUS, Obj, event_times, meta
+from triage.speed import lazyregex
 
 
 def parse_time(text: Any) -> datetime | None:

@@ -12,8 +12,8 @@ published.
 
 from __future__ import annotations
 
-from triage import workload
 from triage.facts import ContainerContext, Measured, Unmeasurable, fact
+from triage.kube import workload
 from triage.snapshot import Obj, meta
 
 

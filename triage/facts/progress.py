@@ -3,7 +3,7 @@ a serving engine still generates.
 
 They measure; ``startup-stalled`` and ``engine-hung`` hold the thresholds.
 Times are the kubelet's when the log was read with ``timestamps=true`` and
-vLLM's own stamps otherwise (``triage.linetime``); the evidence says which.
+vLLM's own stamps otherwise (``triage.logs.linetime``); the evidence says which.
 
 Texts (shared reference section 3; vLLM 0.6.6, 0.10.1.1, 0.33.0): the start-up
 milestones vLLM prints ("Initializing a V1 LLM engine", "rank 0 in world size
@@ -30,10 +30,10 @@ from datetime import datetime
 
 import regex
 
-from triage import lazyregex, linetime
 from triage.facts import LOG_QUERIES, ContainerContext, Measured, Unmeasurable, fact
-from triage.logs import Hit, LogIndex, LogLine, Query
+from triage.logs import Hit, LogIndex, LogLine, Query, linetime
 from triage.snapshot import CURRENT
+from triage.speed import lazyregex
 
 DOWNLOAD_SILENT = "download (no progress printed)"
 # Start-up milestones, in the order a start reaches them; the last one seen is where

@@ -6,11 +6,13 @@ import heapq
 import itertools
 from typing import Any
 
-from triage import engine_config, lazyregex, workload
 from triage.facts import ContainerContext, Measured, Unmeasurable, fact
 from triage.facts.engine import where
+from triage.kube import workload
 from triage.results import Location
 from triage.snapshot import CURRENT, PREVIOUS, Obj, meta
+from triage.speed import lazyregex
+from triage.vllm import engine_config
 
 _QUEUE_METRIC = lazyregex.compile(r"num_requests_(running|waiting)")
 _KNATIVE = "autoscaling.knative.dev/"

@@ -11,7 +11,6 @@ from typing import Any
 
 import regex
 
-from triage import lazyregex, workload
 from triage.facts import (
     LOG_QUERIES,
     ContainerContext,
@@ -21,9 +20,11 @@ from triage.facts import (
     stream_label,
 )
 from triage.facts.kubernetes import quantity_mib
+from triage.kube import workload
 from triage.logs import Query
 from triage.snapshot import PREVIOUS, Obj, dig, meta
-from triage.startup import _stamp
+from triage.speed import lazyregex
+from triage.vllm.milestones import _stamp
 
 MIB = 2**20
 GIB = 2**30

@@ -3,7 +3,7 @@
 The timeline puts on one UTC axis what an engineer reconstructs by hand:
 the pod's creation and scheduling, each container start (from the status
 and the events), vLLM's own start-up milestones (from its log, the lines
-``triage.startup`` reads), probe failures, kills, OOMs and crashes, back-off
+``triage.vllm.milestones`` reads), probe failures, kills, OOMs and crashes, back-off
 restarts, and the rollout around it (ReplicaSets and the Deployment's
 events). vLLM stamps its lines ``MM-DD hh:mm:ss`` without a year; the year
 comes from the container run the log belongs to.
@@ -23,12 +23,13 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from triage import lazyregex, linetime, workload
 from triage.facts import LOG_QUERIES, ContainerContext
-from triage.logs import LogLine, Query
+from triage.kube import workload
+from triage.logs import LogLine, Query, linetime
 from triage.results import GpuBudget, TimelineEvent, WindowSeries
 from triage.snapshot import CURRENT, PREVIOUS, event_times, meta, parse_rfc3339
-from triage.startup import StartupReport
+from triage.speed import lazyregex
+from triage.vllm.milestones import StartupReport
 
 parse_time = parse_rfc3339  # an RFC 3339 time of the API (UTC when it names no zone)
 
@@ -52,7 +53,7 @@ def iso(when: datetime) -> str:
 
 
 def line_time(line: LogLine, anchor: datetime | None) -> datetime | None:
-    """The UTC time a log line was printed, if it says (``triage.linetime``): the
+    """The UTC time a log line was printed, if it says (``triage.logs.linetime``): the
     kubelet's, else vLLM's own stamp with the year from ``anchor``."""
     found = linetime.line_time(line.raw, anchor)
     return found[0] if found else None

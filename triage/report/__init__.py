@@ -13,11 +13,11 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
 
-from triage import __version__, patches, workload
+from triage import __version__
 from triage.facts import timeline
-from triage.redact import redact_text
+from triage.fixes import patches
+from triage.kube import workload
 from triage.results import (
     BesideFinding,
     Card,
@@ -34,10 +34,11 @@ from triage.results import (
     map_strings,
 )
 from triage.rules.evaluate import PodDiagnosis
-from triage.sanitize import sanitize
+from triage.safety.redact import redact_text
+from triage.safety.sanitize import sanitize
 from triage.snapshot import Snapshot, meta
 
-__all__ = ["Report", "Writer", "build", "chunks", "pod_result", "writers"]
+__all__ = ["Report", "build", "pod_result"]
 
 
 def pod_result(snapshot: Snapshot, diag: PodDiagnosis) -> PodResult:
@@ -368,31 +369,3 @@ def _overall(failing: bool, steps: list[StepResult]) -> Verdict:
             return verdict
     return Verdict.PASS
 
-
-Writer = Callable[[Report, bool], str]
-
-
-def writers() -> dict[str, Writer]:
-    """Format -> writer; each writer's module (and what it needs: rich, the HTML page's
-    SVG) is imported when that format is written, not for the others."""
-    def late(module: str) -> Writer:
-        def render(report: Report, color: bool) -> str:
-            from importlib import import_module
-
-            writer: Writer = import_module(f"triage.report.{module}").render
-            return writer(report, color)
-        return render
-
-    return {"table": late("table"), "json": late("json_report"), "yaml": late("yaml_report"),
-            "markdown": late("markdown"), "html": late("html")}
-
-
-def chunks(fmt: str, report: Report, color: bool, render: Writer) -> Iterable[str]:
-    """The report in pieces to write one after the other: a pod at a time where the
-    format allows (JSON: a namespace of thousands of pods never holds the whole text),
-    else ``render``'s text whole."""
-    if fmt == "json":
-        from triage.report import json_report
-
-        return json_report.chunks(report)
-    return (render(report, color),)

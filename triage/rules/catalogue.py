@@ -5,7 +5,6 @@ catalogue (every finding, what it reads and its sources; kept in docs/catalogue.
 from __future__ import annotations
 
 from triage.facts import describe_registry
-from triage.metrics import METRICS
 from triage.rules.language import (
     Condition,
     EventLeaf,
@@ -19,6 +18,7 @@ from triage.rules.language import (
     RootCauseLeaf,
     walk,
 )
+from triage.vllm.metrics import METRICS
 
 
 def facts_text() -> str:

@@ -19,13 +19,12 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from triage import lazyregex, workload
 from triage.facts import REGISTRY, ContainerContext, Fact
-from triage.linetime import without_kubelet_time
+from triage.fixes import compute as fixes
+from triage.kube import workload
 from triage.logs import LogLine, Query, QuerySet, parse_line
-from triage.metrics import describe
+from triage.logs.linetime import without_kubelet_time
 from triage.results import Finding, Location, PodResult, Severity, Unevaluated, Verdict
-from triage.rules import fixes
 from triage.rules.fields import dig_path
 from triage.rules.language import (
     LOG_LEVELS,
@@ -46,6 +45,8 @@ from triage.rules.language import (
     walk,
 )
 from triage.snapshot import LOG_STREAMS, Obj, Snapshot, event_times, meta
+from triage.speed import lazyregex
+from triage.vllm.metrics import describe
 
 REGISTRY_UNITS = {name: spec.unit for name, spec in REGISTRY.items()}
 # No single regex search may take longer than this: a pattern that hits it

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
+from triage.fixes.language import FixCase
 from triage.results import Severity, Verdict
 from triage.rules.node import node
 
@@ -103,7 +104,7 @@ class FactLeaf:
 class MetricLeaf:
     """A derived metric, compared or displayed."""
 
-    name: str  # a derived metric, see triage.metrics.METRICS
+    name: str  # a derived metric, see triage.vllm.metrics.METRICS
     comparison: Comparison | None  # None: display the value when /metrics has it
 
 
@@ -156,30 +157,6 @@ class Escalation:
     when: Condition
     verdict: Verdict
     note: str
-
-
-@node
-class PatchSpec:
-    """The edits a fix makes, as templates over its values (``triage.patches.Edits``)."""
-
-    target: str = "workload"  # workload | autoscaler | claim
-    args: dict[str, Any] = field(default_factory=dict)
-    container: dict[str, Any] = field(default_factory=dict)
-    pod: dict[str, Any] = field(default_factory=dict)
-    spec: dict[str, Any] = field(default_factory=dict)
-
-
-@node
-class FixCase:
-    """One way to fix a finding: when ``when`` holds (always, without one), compute
-    ``values`` in order from facts, fill ``text`` and ``patch`` with them."""
-
-    text: str
-    when: Condition | None = None
-    values: tuple[tuple[str, Any], ...] = ()  # (name, triage.rules.fixlang.Expression)
-    check: Any = None  # an expression over the values: the case applies only when true
-    patch: PatchSpec | None = None
-    commands: tuple[str, ...] = ()  # templates of kubectl commands that check or apply it
 
 
 @node

@@ -1,7 +1,7 @@
 """Pattern files: YAML under ``patterns/``, loaded and checked here.
 
 Every name a pattern uses is checked when it is loaded: facts against
-``triage.facts.REGISTRY``, metrics against ``triage.metrics.METRICS``, API
+``triage.facts.REGISTRY``, metrics against ``triage.vllm.metrics.METRICS``, API
 fields against ``triage.rules.fields.SCHEMA``, and finding ids against the
 other patterns. A mistake is a ``PatternError`` naming the file and the
 field path (``when.any[2].fact.name``); that pattern is skipped and the
@@ -22,20 +22,18 @@ from typing import Any
 import regex
 import yaml
 
-from triage import lazyregex
-from triage.cache import cache_dir, write_atomically
 from triage.facts import REGISTRY as FACTS
-from triage.lazyregex import LazyRegex
-from triage.metrics import METRICS
-from triage.results import Severity, Verdict
-from triage.rules.fields import check_path, parse_path
-from triage.rules.fixlang import (
+from triage.fixes.language import (
+    FixCase,
     FixLanguageError,
     LazyExpression,
+    PatchSpec,
     parse_expression,
     template_names,
     value_names,
 )
+from triage.results import Severity, Verdict
+from triage.rules.fields import check_path, parse_path
 from triage.rules.language import (
     COMPARISONS,
     DEFAULT_LOG_LEVELS,
@@ -54,15 +52,17 @@ from triage.rules.language import (
     FactLeaf,
     FieldLeaf,
     FindingLeaf,
-    FixCase,
     LogLeaf,
     MetricLeaf,
     NodeConditionLeaf,
     Not,
-    PatchSpec,
     Pattern,
     RootCauseLeaf,
 )
+from triage.speed import lazyregex
+from triage.speed.cache import cache_dir, write_atomically
+from triage.speed.lazyregex import LazyRegex
+from triage.vllm.metrics import METRICS
 
 REGEX_FLAGS = regex.VERSION1 | regex.MULTILINE
 # libyaml's loader when PyYAML was built with it: loading every pattern file
