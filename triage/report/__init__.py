@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import Counter
+from collections.abc import Iterable
 
 from triage import __version__
 from triage.facts import timeline
@@ -33,10 +34,11 @@ from triage.results import (
     WorkloadPatch,
     map_strings,
 )
+from triage.rules.causes import CauseLink
 from triage.rules.evaluate import PodDiagnosis
 from triage.safety.redact import redact_text
 from triage.safety.sanitize import sanitize
-from triage.snapshot import Snapshot, meta
+from triage.snapshot import Snapshot
 
 __all__ = ["Report", "build", "pod_result"]
 
@@ -62,13 +64,15 @@ def pod_result(snapshot: Snapshot, diag: PodDiagnosis) -> PodResult:
 
 
 def build(snapshot: Snapshot, pods: list[PodDiagnosis], steps: list[StepResult],
-          warnings: list[str]) -> Report:
+          warnings: list[str], causes: Iterable[CauseLink] = ()) -> Report:
+    """``causes``: the sentences of the cluster patterns, each for the card of one finding
+    of one workload (``triage.rules.causes``)."""
     results = tuple(diag.result or pod_result(snapshot, diag) for diag in pods)
     # Cards, the summary and the rows beside are worked out from the findings as
     # found (then cleaned with the rest); the pods' part is clean already.
     raw = tuple(dataclasses.replace(r, findings=tuple(d.findings))
                 for r, d in zip(results, pods, strict=True))
-    cards = _cards(snapshot, raw)
+    cards = _cards(raw, list(causes))
     failing = any(s.verdict is Verdict.FAIL for s in steps) or any(
         f.severity is Severity.CRITICAL for p in raw for f in p.findings)
     beside = _beside(raw)
@@ -135,16 +139,16 @@ def _owner(pod: PodResult) -> str:
     return pod.owner or f"Pod/{pod.name}"
 
 
-def _cards(snapshot: Snapshot, pods: tuple[PodResult, ...]) -> tuple[Card, ...]:
+def _cards(pods: tuple[PodResult, ...], causes: list[CauseLink]) -> tuple[Card, ...]:
     """One card per workload and failure; pods of a workload with the same findings share
-    it. Critical first, then by checklist step; fallbacks ("no known signature") last."""
+    it, with the causes said on it. Critical first, then by checklist step; fallbacks ("no
+    known signature") last."""
     per_workload = Counter((p.namespace, _owner(p)) for p in pods)
     groups: dict[tuple[str, str, tuple[str, ...]], list[PodResult]] = {}
     for pod in pods:
         ids = tuple(f.id for f in pod.findings if f.severity is not Severity.INFO)
         if ids:
             groups.setdefault((pod.namespace, _owner(pod), ids), []).append(pod)
-    causes = _cross_pod_causes(snapshot, pods)
     cards: list[Card] = []
     for (namespace, owner, ids), members in groups.items():
         first = members[0]
@@ -157,84 +161,13 @@ def _cards(snapshot: Snapshot, pods: tuple[PodResult, ...]) -> tuple[Card, ...]:
                 pods=tuple(p.name for p in members),
                 pods_total=per_workload[(namespace, owner)], proof=_proof(finding),
                 fix=finding.fix,
-                causes=tuple(c for (ns, wl, fid), found in causes.items()
-                             if (ns, wl) == (namespace, owner) and fid == finding.id
-                             for c in found),
+                causes=tuple(dict.fromkeys(
+                    c.text for c in causes
+                    if (c.namespace, c.workload, c.finding) == (namespace, owner, finding.id))),
                 also=tuple(i for i in ids if i != finding.id)))
     fallback = {f.id for p in pods for f in p.findings if f.fallback}
     cards.sort(key=lambda c: (c.finding in fallback, c.severity.rank, c.step))
     return tuple(cards)
-
-
-_WAITING_FOR_GPU = ("gpu-unschedulable", "rollout-gpu-surge")
-
-
-def _cross_pod_causes(snapshot: Snapshot, pods: tuple[PodResult, ...]
-                      ) -> dict[tuple[str, str, str], list[str]]:
-    """Causes that span pods: GPUs held by crash-looping pods while another workload's
-    pods cannot be scheduled for lack of GPUs. Keyed by (namespace, workload, finding)."""
-    out: dict[tuple[str, str, str], list[str]] = {}
-    waiting = [p for p in pods if any(p.has(i) for i in _WAITING_FOR_GPU)]
-    if not waiting:
-        return out
-    allocatable = 0
-    for node in snapshot.items("nodes"):
-        for name in workload.GPU_RESOURCES:
-            value = ((node.get("status") or {}).get("allocatable") or {}).get(name)
-            if value is not None and str(value).isdigit():
-                allocatable += int(str(value))
-    by_name = {p.name: p for p in pods}
-    held: Counter[str] = Counter()
-    crashing: dict[str, list[tuple[str, int]]] = {}
-    for pod in snapshot.pods():
-        spec = workload.pod_spec(pod)
-        phase = (pod.get("status") or {}).get("phase")
-        if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
-            continue
-        gpus = sum(workload.gpu_request(c) for c in workload.containers(pod))
-        if not gpus:
-            continue
-        name = str(meta(pod).get("name", ""))
-        owner = workload.owner_label(snapshot, pod) or f"Pod/{name}"
-        held[owner] += gpus
-        result = by_name.get(name)
-        if workload.pod_state(pod) == "CrashLoopBackOff" or (
-                result is not None and any(f.severity is Severity.CRITICAL
-                                           for f in result.findings)
-                and result.restarts > 0):
-            crashing.setdefault(owner, []).append((name, gpus))
-    total_held = sum(held.values())
-    for owner, members in crashing.items():
-        gpus = sum(n for _, n in members)
-        result = by_name.get(members[0][0])
-        why = ", ".join(f.id for f in result.findings if f.severity is Severity.CRITICAL) \
-            if result else "crash loop"
-        waiters = sorted({_owner(p) for p in waiting if _owner(p) != owner})
-        if not waiters:
-            continue
-        pool = (f"all {allocatable} allocatable GPUs of the nodes read are held"
-                if allocatable and total_held >= allocatable else
-                f"{total_held} of {allocatable or '?'} allocatable GPUs are held")
-        sentence = (f"{pool}; {gpus} of them by {len(members)} crash-looping pod(s) of "
-                    f"{owner} ({why}), while the pods of {', '.join(waiters)} cannot be "
-                    f"scheduled: fixing {owner} frees them.")
-        namespace = str(meta(next(p for p in snapshot.pods()
-                                  if meta(p).get("name") == members[0][0])).get("namespace"))
-        for p in pods:
-            if _owner(p) == owner and p.name in {m for m, _ in members}:
-                for f in p.findings:
-                    if f.severity is Severity.CRITICAL:
-                        out.setdefault((namespace, owner, f.id), [])
-                        if sentence not in out[(namespace, owner, f.id)]:
-                            out[(namespace, owner, f.id)].append(sentence)
-        for p in waiting:
-            if _owner(p) in waiters:
-                for fid in _WAITING_FOR_GPU:
-                    key = (p.namespace, _owner(p), fid)
-                    out.setdefault(key, [])
-                    if sentence not in out[key]:
-                        out[key].append(sentence)
-    return out
 
 
 def _workload_patches(snapshot: Snapshot, diags: list[PodDiagnosis], cards: tuple[Card, ...]
