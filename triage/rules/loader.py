@@ -628,8 +628,9 @@ class _Reader:
         """A cluster-scope pattern: a cause that joins pods (see ``CausePattern``)."""
         unknown = set(data) - _CAUSE_KEYS
         if unknown:
-            raise self.fail(sorted(unknown)[0], "not a key of a cause (a cluster pattern has "
-                            + ", ".join(sorted(_CAUSE_KEYS)) + ")")
+            raise self.fail(sorted(unknown)[0], "a cluster pattern is a cause: it has "
+                            + ", ".join(sorted(_CAUSE_KEYS)) + ", not a finding's "
+                            "severity, step, when and remediation")
         pid = self.string(data, "id", "")
         if not _ID.match(pid):
             raise self.fail("id", f"must be lower-case words joined by '-', got {pid!r}")
