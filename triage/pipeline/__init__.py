@@ -17,7 +17,7 @@ from triage.report import build, pod_result
 from triage.results import Report, Severity, Verdict
 from triage.rules.causes import join
 from triage.rules.evaluate import PodDiagnosis, classify, queries_for
-from triage.rules.loader import builtin_dir, load_patterns
+from triage.rules.loader import PatternError, builtin_dir, load_patterns, shipped_checklist
 from triage.snapshot import Obj, Snapshot
 from triage.vllm.selection import triaged_containers
 
@@ -32,6 +32,11 @@ def analyze(snapshot: Snapshot, pattern_dirs: list[Path] | None = None,
         # Without its patterns the tool would call every crash healthy.
         raise InputError(f"no built-in finding patterns found at {builtin_dir()}: "
                          "the installation is incomplete; reinstall vllm-triage")
+    try:
+        shipped_checklist()  # the step titles and the settings facts read
+    except (OSError, PatternError) as exc:
+        raise InputError(f"the built-in checklist.yaml cannot be read ({exc}): the "
+                         "installation is incomplete; reinstall vllm-triage") from None
     loaded = load_patterns(pattern_dirs or [])
     warnings = [f"pattern skipped: {e}" for e in loaded.errors]
     # Facts of a pod, node, workload or the cluster are computed once, in their scope's

@@ -16,7 +16,7 @@ import importlib.util
 import json
 from collections.abc import Iterable
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -867,7 +867,8 @@ class PatternSet:
     patterns: tuple[Pattern, ...]  # in evaluation order: a pattern after those it refers to
     errors: tuple[PatternError, ...]
     causes: tuple[CausePattern, ...] = ()  # cluster patterns, joined after every pod
-    checklist: Checklist = Checklist({n: f"step {n}" for n in range(1, 11)}, {})
+    # the shipped patterns/checklist.yaml unless a set of patterns gives its own
+    checklist: Checklist = field(default_factory=lambda: shipped_checklist())
 
     def by_id(self) -> dict[str, Pattern]:
         return {p.id: p for p in self.patterns}
@@ -931,7 +932,7 @@ def load_patterns(extra_dirs: Iterable[Path] = (), check_builtin: bool = False) 
         else:
             kept.append(cause)
     return PatternSet(loaded.patterns, loaded.errors + tuple(cause_errors), tuple(kept),
-                      checklist or PatternSet.checklist)
+                      checklist or shipped_checklist())
 
 
 def resolve(by_id: dict[str, Pattern], errors: list[PatternError] | None = None) -> PatternSet:
