@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.unit import GPU, OWNED_POD, context, deployment_objects, example, hpa, telemetry
-from triage.facts import REGISTRY, ContainerContext
+from triage.facts import REGISTRY, Scopes
 from triage.rules.examples import build
 
 CRASHED = {"state": {"waiting": {"reason": "CrashLoopBackOff"}},
@@ -589,6 +589,15 @@ CASES.update({
                                  ({"pod": TAINTED, "objects": {"nodes": [GPU_NODE_TAINTED]}},
                                   "NoExecute")],
     "node_gpu_holders": [({}, ["vllm-0 (1 GPU, Running)"]), ({"pod": PENDING}, None)],
+    # a crash-looping pod keeps its GPUs; an unscheduled or finished one holds none
+    "pod_gpus_held": [({}, 1), ({"status": CRASHED}, 1), ({"pod": PENDING}, 0),
+                      ({"pod": {"status": {"phase": "Succeeded"}}}, 0),
+                      ({"container": {"resources": {"limits": {"nvidia.com/gpu": None},
+                                                    "requests": {"nvidia.com/gpu": None}}}}, 0)],
+    "pod_restarts": [({}, 0), ({"status": CRASHED}, 3)],
+    "cluster_gpus_allocatable": [({}, 1), ({"node": {"status": {"allocatable": {
+        "nvidia.com/gpu": "4"}}}}, 4), ({"unread": ["nodes"]}, "UNKNOWN")],
+    "cluster_gpus_held": [({}, 1), ({"pod": PENDING}, 0)],
     "max_num_seqs": [({}, None), ({"container": {"args": ["--max-num-seqs", "64"]}}, 64)],
     "autoscale_target": [({}, None), ({"pod": OWNED_POD, "objects": WITH_HPA}, 4.0)],
     # the same HPA's only metric; behind a CPU metric it is the second
@@ -633,9 +642,21 @@ def test_facts_hold_no_verdict() -> None:
 
 
 def test_wider_scopes_are_computed_once() -> None:
-    """A workload fact is shared by every container of that workload."""
-    shared: dict[tuple[str, ...], Any] = {}
+    """A workload fact is shared by every pod of that workload, a node fact by every pod on
+    that node, a cluster fact by all; a pod fact by the pod's containers only."""
     snap, pod, container = build(example(pod=OWNED_POD, objects=WITH_HPA))
-    first = ContainerContext(snap, pod, container, shared).fact("autoscalers")
-    second = ContainerContext(snap, pod, container, shared).fact("autoscalers")
-    assert first is second
+    scopes = Scopes(snap)
+    first, = scopes.containers(pod, [container])
+    second, = scopes.containers(pod, [container])  # as another pod of the workload would
+    for name in ("autoscalers", "gpu_product", "cluster_gpus_held"):
+        assert first.fact(name) is second.fact(name), name
+    assert first.fact("pod_state") is not second.fact("pod_state")
+    assert first.pod_context.node_context.fact("gpu_product") is first.fact("gpu_product")
+
+
+def test_a_context_answers_wider_scopes_never_narrower() -> None:
+    snap, pod, container = build(example())
+    ctx, = Scopes(snap).containers(pod, [container])
+    assert ctx.pod_context.fact("cluster_gpus_allocatable").value == 1
+    with pytest.raises(KeyError):
+        ctx.pod_context.node_context.fact("pod_state")

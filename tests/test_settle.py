@@ -20,6 +20,8 @@ from triage.checklist import steps
 from triage.collect import bundle
 from triage.facts import LogsSettled
 from triage.rules.evaluate import PodDiagnosis
+from triage.rules.language import FactLeaf, walk
+from triage.rules.loader import load_patterns
 from triage.writers import table, writers
 
 # Logs with matches and context, /metrics, a Prometheus window, patches, redaction,
@@ -71,14 +73,20 @@ def test_a_settled_pod_drops_its_log_scans_and_unread_facts(
             with pytest.raises(LogsSettled):
                 ctx.log("current")
             # Only the facts the steps read are kept, and they are all there.
-            own = {key[0] for key in vars(ctx)["_own"]}
+            own = set(vars(ctx)["_facts"])
             assert own <= set(steps.FACTS_READ)
             assert "kv_cache_tokens" in own and "logs_read" in own
+            # the pod's: the steps', and what the causes read of every pod after the last
+            read_later = {leaf.name for c in load_patterns().causes
+                          for cond in (c.by.pods, c.of.pods) for leaf in walk(cond, True)
+                          if isinstance(leaf, FactLeaf)}
+            assert set(vars(ctx.pod_context)["_facts"]) <= set(steps.FACTS_READ) | read_later
             # What the steps still ask of a log: read or not, and the stats lines' series.
             assert ctx.logs_unread() == []
             assert "recent_stats" in ctx.memo and "stats_summary" in ctx.memo
             # /metrics: the parsed page is gone, what the steps read of it is kept.
-            assert "metrics" not in vars(ctx) and "scrape" in ctx.memo
+            pod = ctx.pod_context
+            assert "metrics" not in vars(pod) and "scrape" in pod.memo
             with pytest.raises(LogsSettled):
                 _ = ctx.metrics
 

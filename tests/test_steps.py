@@ -10,23 +10,25 @@ import pytest
 from tests.unit import OWNED_POD, deployment_objects, example, hpa
 from triage import checklist
 from triage.checklist import STEPS
-from triage.facts import ContainerContext
+from triage.facts import Scopes
 from triage.results import Finding, Severity, StepResult, Unevaluated, Verdict
 from triage.rules.evaluate import PodDiagnosis
 from triage.rules.examples import build, given_metrics
 from triage.rules.loader import load_patterns
 from triage.snapshot import ReadFailure
 
-PATTERNS = load_patterns().patterns
+LOADED = load_patterns()
+PATTERNS, TITLES = LOADED.patterns, LOADED.checklist.titles
 
 
 def judge(findings: tuple[Finding, ...] = (), unevaluated: tuple[Unevaluated, ...] = (),
           failures: tuple[ReadFailure, ...] = (), **kw: Any) -> dict[int, StepResult]:
     ex = example(**kw)
     snap, pod, container = build(ex)
-    ctx = ContainerContext(snap, pod, container, given_metrics=given_metrics(ex))
-    diag = PodDiagnosis(pod, [ctx], list(findings), {}, list(unevaluated))
-    results = checklist.judge([diag], [*snap.failures, *failures], PATTERNS)
+    scopes = Scopes(snap, settings=LOADED.checklist.settings, given_metrics=given_metrics(ex))
+    diag = PodDiagnosis(pod, scopes.containers(pod, [container]), list(findings), {},
+                        list(unevaluated))
+    results = checklist.judge([diag], [*snap.failures, *failures], PATTERNS, TITLES)
     return {r.step: r for r in results}
 
 
@@ -48,7 +50,8 @@ METRICS = {"requests_running": 3, "requests_waiting": 0, "kv_cache_usage": 0.41,
 
 def test_the_steps_are_the_articles_ten_in_order() -> None:
     assert [s.number for s in STEPS] == list(range(1, 11))
-    assert all(s.title for s in STEPS)
+    assert sorted(TITLES) == list(range(1, 11)) and all(TITLES.values())
+    assert [r.title for r in judge().values()] == [TITLES[n] for n in range(1, 11)]
 
 
 @pytest.mark.parametrize("step", range(1, 11))
@@ -82,7 +85,7 @@ def test_a_rule_that_could_not_be_evaluated_makes_its_step_unknown(step: int) ->
 
 
 def test_no_pod_means_unknown_everywhere() -> None:
-    for r in checklist.judge([], [], PATTERNS):
+    for r in checklist.judge([], [], PATTERNS, TITLES):
         assert r.verdict is Verdict.UNKNOWN and r.evidence == ("no vLLM server pods were found",)
 
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from triage.facts import ContainerContext
+from triage.facts import ContainerContext, Scopes
 from triage.rules.examples import build, given_metrics
 from triage.rules.language import Example
+from triage.rules.loader import shipped_checklist
 from triage.snapshot import PodTelemetry, PrometheusWindow, ReadFailure
 
 
@@ -44,7 +45,9 @@ def context(**kw: Any) -> ContainerContext:
         snap.prometheus = PrometheusWindow(
             source="http://prometheus:9090", window_seconds=1800.0, end=snap.collected_at,
             pods={(pod["metadata"]["namespace"], pod["metadata"]["name"]): telemetry})
-    return ContainerContext(snap, pod, container, given=facts, given_metrics=given_metrics(ex))
+    scopes = Scopes(snap, settings=shipped_checklist().settings, given=facts,
+                    given_metrics=given_metrics(ex))
+    return scopes.containers(pod, [container])[0]
 
 
 GPU = {"uuid": "GPU-5c1e2f3a-8b7d-4e6f-9a0b-1c2d3e4f5a6b", "gpu": "0", "model": "NVIDIA L4",

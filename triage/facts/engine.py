@@ -199,11 +199,11 @@ _STATS_LOG = LOG_QUERIES.add(Query(lazyregex.compile(
     STATS_LINES_KEPT)
 
 
-# How old the last stats line may be to say what the server does now: vLLM prints one
-# every 10 s while it serves, and V1 prints none while it is idle (loggers.py logs an idle
-# tick at DEBUG), so a last line older than this says what it did then, not now. This
-# defines the measurement ("recent"); the patterns' thresholds decide what it means.
-STATS_FRESH_SECONDS = 300
+# How old the last stats line may be to say what the server does now is the setting
+# stats_fresh_seconds of patterns/checklist.yaml: vLLM prints one every 10 s while it
+# serves, and V1 prints none while it is idle (loggers.py logs an idle tick at DEBUG), so
+# a last line older than that says what it did then, not now.
+FRESH_SETTING = "stats_fresh_seconds"
 
 
 @dataclass(frozen=True)
@@ -217,10 +217,11 @@ class StatsSeries:
     last: int
     age_s: float | None  # the last tick to the collection time; None when not known
     time_source: str | None
+    fresh_s: float  # how old the last tick may be to say what the server does now
 
     @property
     def fresh(self) -> bool:
-        return self.age_s is not None and self.age_s <= STATS_FRESH_SECONDS
+        return self.age_s is not None and self.age_s <= self.fresh_s
 
     def span(self) -> str:
         """'22:50:09-22:50:29 UTC' (the date too when the last is over a day old)."""
@@ -291,7 +292,8 @@ def _recent_stats(ctx: ContainerContext) -> StatsSeries | None:
     last_time = times[list(ticks)[-1]]
     age = max(0.0, (now - last_time).total_seconds()) if now and last_time else None
     return StatsSeries([(t[0], t[1], t[2]) for t in ticks.values()], list(times.values()),
-                       hits[0].line.number, hits[-1].line.number, age, source)
+                       hits[0].line.number, hits[-1].line.number, age, source,
+                       float(ctx.setting(FRESH_SETTING)))
 
 
 def stats_source(ctx: ContainerContext, series: StatsSeries) -> str:
@@ -310,7 +312,7 @@ def _stale(series: StatsSeries) -> str:
     if series.age_s is None:
         return "the time of vLLM's last stats line is not known"
     return (f"vLLM's last stats line is {age_text(series.age_s)} before the collection "
-            f"(over {age_text(STATS_FRESH_SECONDS)})")
+            f"(over {age_text(series.fresh_s)})")
 
 
 def stats_summary(ctx: ContainerContext) -> str | None:

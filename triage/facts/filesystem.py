@@ -12,7 +12,15 @@ from __future__ import annotations
 
 import posixpath
 
-from triage.facts import LOG_QUERIES, ContainerContext, Measured, Unmeasurable, fact, stream_label
+from triage.facts import (
+    LOG_QUERIES,
+    ContainerContext,
+    Measured,
+    PodContext,
+    Unmeasurable,
+    fact,
+    stream_label,
+)
 from triage.kube import workload
 from triage.logs import Hit, Query
 from triage.snapshot import CURRENT, PREVIOUS
@@ -56,7 +64,7 @@ def run_as_user(ctx: ContainerContext) -> Measured:
 @fact("fs_group", unit="gid", scope="pod",
       doc="spec.securityContext.fsGroup: the group volumes are made writable for; None "
           "when unset")
-def fs_group(ctx: ContainerContext) -> Measured:
+def fs_group(ctx: PodContext) -> Measured:
     pod = workload.pod_spec(ctx.pod).get("securityContext") or {}
     gid = pod.get("fsGroup") if isinstance(pod, dict) else None
     if gid is None:

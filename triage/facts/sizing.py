@@ -15,10 +15,13 @@ from triage.facts import (
     LOG_QUERIES,
     ContainerContext,
     Measured,
+    NodeContext,
+    PodContext,
     Unmeasurable,
     fact,
     stream_label,
 )
+from triage.facts.contexts import OfPod
 from triage.facts.kubernetes import quantity_mib
 from triage.kube import workload
 from triage.logs import Query
@@ -416,7 +419,7 @@ def model_size_bytes(ctx: ContainerContext) -> Measured:
 _TAINT = lazyregex.compile(r"untolerated taint(?:s)?(?:\(s\))? \{([^{}:]+): ?([^{}]*)\}")
 
 
-def _taint(ctx: ContainerContext) -> tuple[str, str, str] | None:
+def _taint(ctx: OfPod) -> tuple[str, str, str] | None:
     message = ctx.fact("unschedulable_message").value
     m = _TAINT.search(str(message or ""))
     if not m:
@@ -447,7 +450,7 @@ def _node_gpus(node: Obj) -> int:
 @fact("untolerated_taint_key", unit="text", scope="pod",
       doc="the key of the node taint the scheduler said the pod does not tolerate; None when "
           "it named none")
-def untolerated_taint_key(ctx: ContainerContext) -> Measured:
+def untolerated_taint_key(ctx: PodContext) -> Measured:
     taint = _taint(ctx)
     if taint is None:
         return Measured(None, "the scheduler named no untolerated taint")
@@ -457,7 +460,7 @@ def untolerated_taint_key(ctx: ContainerContext) -> Measured:
 @fact("untolerated_taint_effect", unit="text", scope="pod",
       doc="the effect of that taint on the nodes that carry it (NoSchedule when no node read "
           "says)")
-def untolerated_taint_effect(ctx: ContainerContext) -> Measured:
+def untolerated_taint_effect(ctx: PodContext) -> Measured:
     taint = _taint(ctx)
     if taint is None:
         return Measured(None, "the scheduler named no untolerated taint")
@@ -479,7 +482,7 @@ def _held_gpus(pod: Obj) -> int:
 
 @fact("node_gpu_holders", unit="list", scope="node",
       doc="the pods on the pod's node that hold GPUs, with their state (who uses the cards)")
-def node_gpu_holders(ctx: ContainerContext) -> Measured:
+def node_gpu_holders(ctx: NodeContext) -> Measured:
     if not ctx.node_name:
         return Measured(None, "the pod is not on a node")
     out = []

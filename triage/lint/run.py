@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from triage import __version__
-from triage.facts import ContainerContext, Fact
+from triage.facts import ContainerContext, Scopes
 from triage.lint import report as lint_report
 from triage.lint.report import LintReport
 from triage.lint.sourcemap import Manifests
@@ -22,11 +22,10 @@ def lint(manifests: Manifests, pattern_dirs: list[Path] | None = None,
     and is not a finding; the report says which patterns applied."""
     loaded = load_patterns(pattern_dirs or [])
     snapshot = manifests.snapshot
-    shared: dict[tuple[str, ...], Fact] = {}
+    scopes = Scopes(snapshot, settings=loaded.checklist.settings)
 
     def contexts(pod: Obj) -> list[ContainerContext]:
-        return [ContainerContext(snapshot, pod, c, shared)
-                for c in triaged_containers(pod, None)]
+        return scopes.containers(pod, triaged_containers(pod, None))
 
     pods, warnings = classify(snapshot, loaded.patterns, contexts)
     return lint_report.build(manifests, pods, loaded.patterns, ignore or set(),

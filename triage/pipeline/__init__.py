@@ -12,11 +12,12 @@ from pathlib import Path
 from triage import checklist
 from triage.checklist.steps import settle as settle_for_steps
 from triage.collect import InputError
-from triage.facts import LOG_QUERIES, ContainerContext, Fact
+from triage.facts import LOG_QUERIES, ContainerContext, Scopes
 from triage.report import build, pod_result
 from triage.results import Report, Severity, Verdict
+from triage.rules.causes import join
 from triage.rules.evaluate import PodDiagnosis, classify, queries_for
-from triage.rules.loader import builtin_dir, load_patterns
+from triage.rules.loader import PatternError, builtin_dir, load_patterns, shipped_checklist
 from triage.snapshot import Obj, Snapshot
 from triage.vllm.selection import triaged_containers
 
@@ -31,15 +32,22 @@ def analyze(snapshot: Snapshot, pattern_dirs: list[Path] | None = None,
         # Without its patterns the tool would call every crash healthy.
         raise InputError(f"no built-in finding patterns found at {builtin_dir()}: "
                          "the installation is incomplete; reinstall vllm-triage")
+    try:
+        shipped_checklist()  # the step titles and the settings facts read
+    except (OSError, PatternError) as exc:
+        raise InputError(f"the built-in checklist.yaml cannot be read ({exc}): the "
+                         "installation is incomplete; reinstall vllm-triage") from None
     loaded = load_patterns(pattern_dirs or [])
     warnings = [f"pattern skipped: {e}" for e in loaded.errors]
-    shared: dict[tuple[str, ...], Fact] = {}  # facts of a pod, node or workload, computed once
-    # Every regex of the patterns and the facts, answered by one pass over each log.
-    queries = LOG_QUERIES.merged(queries_for(loaded.patterns))
+    # Facts of a pod, node, workload or the cluster are computed once, in their scope's
+    # context; every regex of the patterns and the facts is answered by one pass over
+    # each log.
+    scopes = Scopes(snapshot, queries=LOG_QUERIES.merged(queries_for(loaded.patterns)),
+                    settings=loaded.checklist.settings)
 
     def contexts(pod: Obj) -> list[ContainerContext]:
-        return [ContainerContext(snapshot, pod, c, shared, queries=queries)
-                for c in triaged_containers(pod, snapshot.selector, snapshot.selected_by_log)]
+        return scopes.containers(pod, triaged_containers(pod, snapshot.selector,
+                                                         snapshot.selected_by_log))
 
     def settled(diag: PodDiagnosis) -> None:
         diag.result = pod_result(snapshot, diag)
@@ -49,8 +57,10 @@ def analyze(snapshot: Snapshot, pattern_dirs: list[Path] | None = None,
 
     pods, rule_warnings = classify(snapshot, loaded.patterns, contexts, arrivals,
                                    settled if settle else None)
-    steps = checklist.judge(pods, snapshot.failures, loaded.patterns, snapshot.passed_over)
-    return build(snapshot, pods, steps, warnings + rule_warnings)
+    causes = join(loaded.causes, scopes, pods, rule_warnings)
+    steps = checklist.judge(pods, snapshot.failures, loaded.patterns, loaded.checklist.titles,
+                            snapshot.passed_over)
+    return build(snapshot, pods, steps, warnings + rule_warnings, causes)
 
 
 def exit_code(report: Report, fail_on: str = "critical") -> int:

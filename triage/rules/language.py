@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 from triage.fixes.language import FixCase
 from triage.results import Severity, Verdict
@@ -24,6 +24,12 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL", "NONE")
 # and argument dumps are not crashes.
 DEFAULT_LOG_LEVELS = ("WARNING", "ERROR", "CRITICAL", "NONE")
 STREAMS = ("current", "previous", "any")
+# What a pattern is about (``scope:``). A container pattern is evaluated on each triaged
+# container; a pod, workload or node pattern once per pod, workload or node, on that
+# scope's context, and raises its finding on each triaged pod of it; a cluster pattern
+# joins pods after every pod is diagnosed (a cause, ``CausePattern``).
+PATTERN_SCOPES = ("container", "pod", "workload", "node", "cluster")
+E = TypeVar("E")  # a whole-rule example
 NUMERIC_OPS = ("gt", "gte", "lt", "lte")
 COMPARISONS = ("equals", "not_equals", "in", "not_in", "regex", *NUMERIC_OPS, "between",
                "exists")
@@ -110,9 +116,11 @@ class MetricLeaf:
 
 @node
 class FindingLeaf:
-    """True when one of these findings was raised for the same pod."""
+    """True when one of these findings was raised for the same pod, or (``severity``) any
+    finding of at least that severity."""
 
     ids: tuple[str, ...]
+    severity: Severity | None = None
 
 
 @node
@@ -180,33 +188,33 @@ class Example:
     severity: str | None = None  # with reports: true, the severity it must be raised with
 
 
-class Deferred(Sequence["Example"]):
+class Deferred(Sequence[E]):
     """A shipped pattern's whole-rule examples, read from its file when first asked for
     (``vllm-triage patterns --test``, the tests): a run that only triages never reads them,
     and they are most of the files' text."""
 
     __slots__ = ("_items", "_read")
 
-    def __init__(self, read: Callable[[], tuple[Example, ...]]) -> None:
-        self._read: Callable[[], tuple[Example, ...]] | None = read
-        self._items: tuple[Example, ...] = ()
+    def __init__(self, read: Callable[[], tuple[E, ...]]) -> None:
+        self._read: Callable[[], tuple[E, ...]] | None = read
+        self._items: tuple[E, ...] = ()
 
-    def _all(self) -> tuple[Example, ...]:
+    def _all(self) -> tuple[E, ...]:
         if self._read is not None:
             self._items, self._read = self._read(), None
         return self._items
 
     @overload
-    def __getitem__(self, index: int) -> Example: ...
+    def __getitem__(self, index: int) -> E: ...
     @overload
-    def __getitem__(self, index: slice) -> Sequence[Example]: ...
-    def __getitem__(self, index: int | slice) -> Example | Sequence[Example]:
+    def __getitem__(self, index: slice) -> Sequence[E]: ...
+    def __getitem__(self, index: int | slice) -> E | Sequence[E]:
         return self._all()[index]
 
     def __len__(self) -> int:
         return len(self._all())
 
-    def __iter__(self) -> Iterator[Example]:
+    def __iter__(self) -> Iterator[E]:
         return iter(self._all())
 
     def __eq__(self, other: object) -> bool:
@@ -255,6 +263,9 @@ class Pattern:
     # step 2 "CUDA OOM"); it is shown as its own row beside that step and
     # leaves the step's verdict to the step's own question.
     answers_step: bool = True
+    # What it is about: evaluated on each triaged container (the default), or once per
+    # pod, workload or node (PATTERN_SCOPES).
+    scope: str = "container"
 
     def finding_refs(self) -> set[str]:
         """Finding ids this pattern's conditions look at (it is evaluated after them)."""
@@ -281,3 +292,56 @@ def walk(cond: Condition, into_not: bool = False) -> list[Condition]:
     elif isinstance(cond, Not) and into_not:
         out += walk(cond.child, into_not)
     return out
+
+
+@dataclass(frozen=True)
+class CauseSide:
+    """One end of a cause: the pods for which ``pods`` holds, and which of their findings'
+    cards carry the cause's sentence (these ids, or every finding of ``severity`` or
+    worse)."""
+
+    pods: Condition
+    finding_ids: tuple[str, ...] = ()
+    severity: Severity | None = None
+
+    def carries(self, finding_id: str, severity: Severity) -> bool:
+        return finding_id in self.finding_ids or (
+            self.severity is not None and severity.rank <= self.severity.rank)
+
+
+@dataclass(frozen=True)
+class CauseExample:
+    """A whole-rule example of a cause: nodes and pods in short form, and whether the cause
+    is said (``says``: the exact sentence, when given)."""
+
+    name: str
+    reports: bool
+    pods: tuple[dict[str, Any], ...] = ()
+    nodes: tuple[dict[str, Any], ...] = ()
+    says: str | None = None
+
+
+@dataclass(frozen=True)
+class CausePattern:
+    """A cluster-scope pattern: a failure of some pods (``by``) that explains what other
+    pods suffer (``of``). Evaluated after every pod is diagnosed; its sentence (the first
+    of ``says`` that holds, filled with the cluster's facts and what the two sides hold)
+    is added to the cards of the findings it joins, on both sides."""
+
+    id: str
+    title: str
+    by: CauseSide
+    of: CauseSide
+    says: tuple[FixCase, ...]
+    source: str
+    summary: str = ""
+    references: tuple[str, ...] = ()
+    examples: Sequence[CauseExample] = ()
+
+    def finding_refs(self) -> set[str]:
+        found = set(self.by.finding_ids) | set(self.of.finding_ids)
+        for cond in (self.by.pods, self.of.pods):
+            for leaf in walk(cond, into_not=True):
+                if isinstance(leaf, FindingLeaf):
+                    found.update(leaf.ids)
+        return found
