@@ -82,8 +82,10 @@ def test_why_analyze_imports_only_what_it_uses(tmp_path: Path) -> None:
     loaded = [m for m in probe["modules"]
               if any(m == bad or m.startswith(bad + ".") for bad in NOT_FOR_ANALYZE)]
     assert loaded == [], loaded
-    # 251 with typer, 207 before the package faces of the tree (speed, kube, vllm, ...)
-    assert len(probe["modules"]) <= 220, len(probe["modules"])
+    # 251 with typer, 207 before the package faces of the tree (speed, kube, vllm, ...),
+    # 213 before the log engine, results and snapshot were split into modules (228: about
+    # 0.1 ms of import each, the code itself the same)
+    assert len(probe["modules"]) <= 230, len(probe["modules"])
     # The pattern files' regexes compile on first use (after the log prefilter); a few
     # dozen run on this pod, not the few hundred the files hold.
     shipped = {leaf.pattern for p in load_patterns().patterns for leaf in _regexes(p)}
