@@ -15,6 +15,7 @@ from typing import Any
 from triage.logs import heap
 from triage.logs.lines import _CONTROL_BYTES, MAX_LINE_BYTES, _cut_mark, decode
 
+# A log is read this many bytes at a time, cut back to its last whole line.
 BLOCK_BYTES = 8 * 1024 * 1024
 
 
