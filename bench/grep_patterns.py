@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from triage.facts import LOG_QUERIES  # noqa: E402
-from triage.logs import _level_prefilter, _prefilter_pattern  # noqa: E402
+from triage.logs.prefilter import _level_prefilter, _prefilter_pattern  # noqa: E402
 from triage.rules.evaluate import queries_for  # noqa: E402
 from triage.rules.loader import load_patterns  # noqa: E402
 

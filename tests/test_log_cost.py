@@ -16,9 +16,13 @@ from bench import dense, synthetic
 from tests.conftest import replay, run_cli
 from tests.fixturekit import CUDA_OOM_POD, copy_fixture
 from tests.test_logs import QUERIES, scanned
-from triage import logs
 from triage.facts.timeline import EXCEPTIONS
-from triage.logs import LogSource, scan
+from triage.logs import LogLine, LogSource, parse_line, repeats, scan
+from triage.logs.blocks import _LineOffsets
+from triage.logs.lines import MAX_LINE_BYTES
+from triage.logs.repeats import _DIGITS_AS_ZERO, RUN_SAMPLE
+from triage.logs.scanning import _Scan
+from triage.logs.source import BLOCK_BYTES, _line_blocks
 
 OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 160.00 MiB. GPU 0 has a "
        "total capacity of 22.03 GiB of which 91.06 MiB is free.")
@@ -33,13 +37,15 @@ def test_why_cost_grows_with_bytes_not_matches(shape: str,
     sparse candidates; the rest are counted."""
     data = dense.block(shape, lines=30_000)
     parsed = 0
-    real = logs.parse_line
+    real = parse_line
 
-    def counting(*args: Any, **kwargs: Any) -> logs.LogLine:
+    def counting(*args: Any, **kwargs: Any) -> LogLine:
         nonlocal parsed
         parsed += 1
         return real(*args, **kwargs)
-    monkeypatch.setattr(logs, "parse_line", counting)
+    # Where the engine looks it up: a scanned line, and a block's line holding a \r.
+    monkeypatch.setattr("triage.logs.lines.parse_line", counting)
+    monkeypatch.setattr("triage.logs.blocks.parse_line", counting)
     index = scan(LogSource(data=data), QUERIES)
     exceptions = sum(1 for line in data.decode().splitlines()
                      if EXCEPTIONS.regex.search(line) and not line.startswith("("))
@@ -59,7 +65,7 @@ def test_why_dense_logs_count_matches_without_work_per_match(
     data = dense.block(shape, lines=60_000) + OOM.encode() + b"\n"
     index, calls = _scan_counting_matches(data, monkeypatch)
     assert calls < 3_000, calls
-    monkeypatch.setattr(logs, "REPEAT_MIN_LINES", 1 << 40)  # each line on its own, as before
+    monkeypatch.setattr("triage.logs.scanning.REPEAT_MIN_LINES", 1 << 40)  # each line on its own, as before
     line_by_line = scan(LogSource(data=data), QUERIES)
     assert {k: r.count for k, r in index.results.items() if r.count} == \
         {k: r.count for k, r in line_by_line.results.items() if r.count}
@@ -156,7 +162,7 @@ def test_why_a_json_lines_record_longer_than_a_line_is_read_to_its_end(tmp_path:
     ``\\bCUDA out of memory`` met ``\\nCUDA`` and step 2 passed. The escaped line breaks
     of a JSON record are lines for matching."""
     record = _json_record(JSON_TRACEBACK)
-    assert len(record) > logs.MAX_LINE_BYTES
+    assert len(record) > MAX_LINE_BYTES
     data = (_json_record("Starting vLLM API server on http://0.0.0.0:8000") + b"\n"
             + record + b"\n")
     root = _with_previous_log(copy_fixture(tmp_path / "fx"), data)
@@ -182,7 +188,7 @@ def test_why_normal_logs_pay_no_per_match_work_for_progress_lines(
     data = _traffic_log(40_000)
     index, calls = _scan_counting_matches(data, monkeypatch)
     assert calls < 3_000, calls
-    monkeypatch.setattr(logs, "REPEAT_MIN_LINES", 1 << 40)
+    monkeypatch.setattr("triage.logs.scanning.REPEAT_MIN_LINES", 1 << 40)
     line_by_line = scan(LogSource(data=data), QUERIES)
     counts = {k: r.count for k, r in index.results.items() if r.count}
     assert counts == {k: r.count for k, r in line_by_line.results.items() if r.count}
@@ -208,22 +214,22 @@ def test_why_a_namespace_scan_keeps_each_context_line_once() -> None:
 def _scan_counting_matches(data: bytes, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, int]:
     """The log's index, and how many times the engine worked on a match one by one."""
     calls = 0
-    real = logs._Scan.count
+    real = _Scan.count
 
-    def counting(self: logs._Scan, *args: Any, **kwargs: Any) -> None:
+    def counting(self: _Scan, *args: Any, **kwargs: Any) -> None:
         nonlocal calls
         calls += 1
         real(self, *args, **kwargs)
-    monkeypatch.setattr(logs._Scan, "count", counting)
+    monkeypatch.setattr(_Scan, "count", counting)
     try:
         return scan(LogSource(data=data), QUERIES), calls
     finally:
-        monkeypatch.setattr(logs._Scan, "count", real)
+        monkeypatch.setattr(_Scan, "count", real)
 
 
 def _line_by_line(data: bytes, monkeypatch: pytest.MonkeyPatch) -> dict[Any, int]:
     with monkeypatch.context() as m:
-        m.setattr(logs, "REPEAT_MIN_LINES", 1 << 40)  # each line on its own, as before
+        m.setattr("triage.logs.scanning.REPEAT_MIN_LINES", 1 << 40)  # each line on its own, as before
         index = scan(LogSource(data=data), QUERIES)
     return {k: r.count for k, r in index.results.items() if r.count}
 
@@ -231,14 +237,14 @@ def _line_by_line(data: bytes, monkeypatch: pytest.MonkeyPatch) -> dict[Any, int
 def _decided(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many distinct lines each block sends to the exact regexes (per-line queries)."""
     sent: list[int] = []
-    real = logs._Scan.units_matching
+    real = _Scan.units_matching
 
-    def spying(self: logs._Scan, block: Any, units: Any, keys: Any, norm: Any,
+    def spying(self: _Scan, block: Any, units: Any, keys: Any, norm: Any,
                *args: Any, **kwargs: Any) -> Any:
         if keys == self.engine.kinds(self.queries).per_line:
             sent.append(units if isinstance(units, int) else len(units))
         return real(self, block, units, keys, norm, *args, **kwargs)
-    monkeypatch.setattr(logs._Scan, "units_matching", spying)
+    monkeypatch.setattr(_Scan, "units_matching", spying)
     return sent
 
 
@@ -250,13 +256,13 @@ def test_why_a_line_repeated_through_a_log_is_decided_once_per_log(
     block of lines seen before decides none; the counts are the line-by-line path's."""
     seed = _traffic_log(8_000)
     data = seed * 6
-    monkeypatch.setattr(logs, "BLOCK_BYTES", len(seed) // 2 + 1)
+    monkeypatch.setattr("triage.logs.source.BLOCK_BYTES", len(seed) // 2 + 1)
     sent = _decided(monkeypatch)
     index = scan(LogSource(data=data), QUERIES)
-    distinct = set(data.translate(logs._DIGITS_AS_ZERO).split(b"\n"))
+    distinct = set(data.translate(_DIGITS_AS_ZERO).split(b"\n"))
     assert sum(sent) <= len(distinct), sent  # about 12 blocks: each line decided once
     monkeypatch.undo()
-    monkeypatch.setattr(logs, "BLOCK_BYTES", len(seed) // 2 + 1)
+    monkeypatch.setattr("triage.logs.source.BLOCK_BYTES", len(seed) // 2 + 1)
     counts = {k: r.count for k, r in index.results.items() if r.count}
     assert counts == _line_by_line(data, monkeypatch)
 
@@ -266,15 +272,15 @@ def test_the_verdicts_kept_per_log_stay_bounded(monkeypatch: pytest.MonkeyPatch)
     again: the same counts, and no more kept than the bound."""
     seed = _traffic_log(8_000)
     data = seed * 4
-    monkeypatch.setattr(logs, "BLOCK_BYTES", len(seed) // 2 + 1)
-    monkeypatch.setattr(logs, "VERDICT_BYTES", 20_000)
+    monkeypatch.setattr("triage.logs.source.BLOCK_BYTES", len(seed) // 2 + 1)
+    monkeypatch.setattr("triage.logs.repeats.VERDICT_BYTES", 20_000)
     sent = _decided(monkeypatch)
-    run = logs._Scan(LogSource(data=data), QUERIES)
+    run = _Scan(LogSource(data=data), QUERIES)
     index = run.run()
-    assert run.verdicts.size <= logs.VERDICT_BYTES
+    assert run.verdicts.size <= repeats.VERDICT_BYTES
     assert all(sent), sent  # every block decides its lines anew
     monkeypatch.undo()
-    monkeypatch.setattr(logs, "BLOCK_BYTES", len(seed) // 2 + 1)
+    monkeypatch.setattr("triage.logs.source.BLOCK_BYTES", len(seed) // 2 + 1)
     assert {k: r.count for k, r in index.results.items() if r.count} == \
         _line_by_line(data, monkeypatch)
 
@@ -286,9 +292,9 @@ def test_runs_of_lines_decided_or_searched_give_the_same_counts(
     when a sample of the block's runs repeats; either way the counts are the same."""
     data = dense.block(shape, lines=20_000) + OOM.encode() + b"\n"
     reference = _line_by_line(data, monkeypatch)
-    for sample in (logs.RUN_SAMPLE, 3):  # 3: one run, which always "repeats"
+    for sample in (RUN_SAMPLE, 3):  # 3: one run, which always "repeats"
         with monkeypatch.context() as m:
-            m.setattr(logs, "RUN_SAMPLE", sample)
+            m.setattr("triage.logs.scanning.RUN_SAMPLE", sample)
             index = scan(LogSource(data=data), QUERIES)
         assert {k: r.count for k, r in index.results.items() if r.count} == reference
 
@@ -305,15 +311,15 @@ def test_past_the_bound_the_lines_a_block_repeats_stay_decided(
                      "illegal memory access was encountered" if i % 8 else
                      f"INFO:     10.0.0.1:4 - \"POST /v1/x?id={rng.randbytes(8).hex()}\" 200 OK")
     data = ("\n".join(lines) + "\n").encode()
-    monkeypatch.setattr(logs, "BLOCK_BYTES", len(data) // 3 + 1)
-    monkeypatch.setattr(logs, "VERDICT_BYTES", 10_000)  # a block's ids alone pass it
-    run = logs._Scan(LogSource(data=data), QUERIES)
+    monkeypatch.setattr("triage.logs.source.BLOCK_BYTES", len(data) // 3 + 1)
+    monkeypatch.setattr("triage.logs.repeats.VERDICT_BYTES", 10_000)  # a block's ids alone pass it
+    run = _Scan(LogSource(data=data), QUERIES)
     index = run.run()
     kept = {u for u in run.verdicts.decided if b"illegal memory" in u}
-    assert kept and run.verdicts.size <= logs.VERDICT_BYTES
+    assert kept and run.verdicts.size <= repeats.VERDICT_BYTES
     assert not any(b"?id=" in u for u in run.verdicts.decided)
     monkeypatch.undo()
-    monkeypatch.setattr(logs, "BLOCK_BYTES", len(data) // 3 + 1)
+    monkeypatch.setattr("triage.logs.source.BLOCK_BYTES", len(data) // 3 + 1)
     assert {k: r.count for k, r in index.results.items() if r.count} == \
         _line_by_line(data, monkeypatch)
 
@@ -325,7 +331,7 @@ def test_line_offsets_kept_in_part_are_every_line_s(n: int) -> None:
     rng = random.Random(n)
     lines = [b"x" * rng.randint(0, 50) for _ in range(n)]
     data = b"\n".join(lines) + b"\n"
-    offsets = logs._LineOffsets(lines, len(data))
+    offsets = _LineOffsets(lines, len(data))
     starts = [0]
     for line in lines[:-1]:
         starts.append(starts[-1] + len(line) + 1)
@@ -345,11 +351,11 @@ def test_a_big_log_asks_for_the_heap_to_keep_its_blocks(tmp_path: Path,
     monkeypatch.setattr(heap, "keep_freed_blocks", lambda: asked.append(1) or True)
     small = tmp_path / "small.log"
     small.write_bytes(b"INFO ready\n" * 1000)
-    assert list(logs._line_blocks(LogSource(data=None, path=small)))
+    assert list(_line_blocks(LogSource(data=None, path=small)))
     assert asked == []
     big = tmp_path / "big.log"
-    big.write_bytes(b"INFO 11-28 03:00:00 a line of traffic\n" * (logs.BLOCK_BYTES // 38 + 10))
-    assert len(list(logs._line_blocks(LogSource(data=None, path=big)))) == 2
+    big.write_bytes(b"INFO 11-28 03:00:00 a line of traffic\n" * (BLOCK_BYTES // 38 + 10))
+    assert len(list(_line_blocks(LogSource(data=None, path=big)))) == 2
     assert asked  # once per block read whole; heap itself acts only once
     monkeypatch.undo()
     assert heap._state["allowed"] is False  # pytest imported triage, it is not the program

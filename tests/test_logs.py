@@ -16,9 +16,9 @@ import pytest
 import regex
 
 from tests.conftest import FIXTURES
-from triage import logs
 from triage.facts import LOG_QUERIES
-from triage.logs import LogSource, Query, QuerySet, scan
+from triage.logs import Hit, LogIndex, LogSource, Query, QuerySet, scan
+from triage.logs.source import BLOCK_BYTES
 from triage.rules.evaluate import queries_for
 from triage.rules.loader import load_patterns
 
@@ -26,8 +26,8 @@ QUERIES = LOG_QUERIES.merged(queries_for(load_patterns().patterns))
 LOGS = sorted(FIXTURES.glob("*/logs/*/*/*.log"))
 
 
-def summary(index: logs.LogIndex) -> dict[str, Any]:
-    def hit(h: logs.Hit) -> tuple[Any, ...]:
+def summary(index: LogIndex) -> dict[str, Any]:
+    def hit(h: Hit) -> tuple[Any, ...]:
         return (h.line.number, h.line.raw, h.groups, [ln.number for ln in h.before],
                 [ln.number for ln in h.after])
     return {
@@ -46,7 +46,7 @@ def scanned(source: LogSource, queries: QuerySet, monkeypatch: pytest.MonkeyPatc
         if engine == "python":
             m.setenv("VLLM_TRIAGE_NO_HYPERSCAN", "1")
         if block:
-            m.setattr(logs, "BLOCK_BYTES", block)
+            m.setattr("triage.logs.source.BLOCK_BYTES", block)
         return summary(scan(source, queries))
 
 
@@ -65,7 +65,7 @@ CRASH = ("(EngineCore_0 pid=270) ERROR 11-28 03:06:57 [core.py:700] torch.OutOfM
 OOM = Query(regex.compile(r"\bCUDA out of memory\. Tried to allocate\b", regex.MULTILINE))
 
 
-def one(text: str | bytes, query: Query = OOM, keep_last: int = 1) -> logs.LogIndex:
+def one(text: str | bytes, query: Query = OOM, keep_last: int = 1) -> LogIndex:
     qs = QuerySet()
     qs.add(query, keep_last)
     return scan(LogSource.of(text), qs)
@@ -76,7 +76,7 @@ def test_a_crash_after_a_line_longer_than_a_block(engine: str,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     if engine == "python":
         monkeypatch.setenv("VLLM_TRIAGE_NO_HYPERSCAN", "1")
-    monkeypatch.setattr(logs, "BLOCK_BYTES", 64 * 1024)
+    monkeypatch.setattr("triage.logs.source.BLOCK_BYTES", 64 * 1024)
     text = "start\n" + "x" * 300_000 + "\n" + CRASH + "\n"
     index = one(text)
     result = index.result(OOM)
@@ -157,7 +157,7 @@ def test_memory_stays_bounded_whatever_the_log_size(tmp_path: Path) -> None:
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert index.result(OOM).count == 1
-    assert peak < 4 * logs.BLOCK_BYTES, f"peak {peak / 2**20:.1f} MiB"
+    assert peak < 4 * BLOCK_BYTES, f"peak {peak / 2**20:.1f} MiB"
 
 
 SLOW_RULE = """\

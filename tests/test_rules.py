@@ -98,12 +98,10 @@ def test_regex_timeout_is_unknown_and_named(monkeypatch: pytest.MonkeyPatch, eng
     """A rule whose regex times out is never a silent 'no match' (issue 9), with the
     Hyperscan prefilter (the exact check times out on a candidate line) and without it
     (the regex times out on a block)."""
-    from triage import logs
-
     if engine == "python":
         monkeypatch.setenv("VLLM_TRIAGE_NO_HYPERSCAN", "1")
-    monkeypatch.setattr(logs, "LINE_TIMEOUT_S", 1e-6)
-    monkeypatch.setattr(logs, "BLOCK_TIMEOUT_S", 1e-6)
+    monkeypatch.setattr("triage.logs.scanning.LINE_TIMEOUT_S", 1e-6)
+    monkeypatch.setattr("triage.logs.scanning.BLOCK_TIMEOUT_S", 1e-6)
     warnings: list[str] = []
     ctx = context(log=("x" * 3000 + "\n") * 50)
     diag = PodDiagnosis(ctx.pod, [ctx])

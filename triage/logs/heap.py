@@ -1,6 +1,6 @@
 """The C heap of a program that reads big logs a block at a time.
 
-A big log is read in blocks of 8 MiB (``triage/logs.py``), and each block is copied a
+A big log is read in blocks of 8 MiB (``triage/logs/source.py``), and each block is copied a
 few times on its way (cut at its last line, digits translated, split). glibc gives an
 allocation that size its own mapping and unmaps it when freed, so every copy of every
 block faults its pages in afresh: at 100 MiB of log that was 0.15-0.2 s of system time,
