@@ -10,9 +10,7 @@ others still run.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
-import json
 from collections.abc import Iterable
 from contextlib import suppress
 from dataclasses import dataclass
@@ -60,7 +58,7 @@ from triage.rules.language import (
     RootCauseLeaf,
 )
 from triage.speed import lazyregex
-from triage.speed.cache import cache_dir, write_atomically
+from triage.speed.cache import derived_json
 from triage.speed.lazyregex import LazyRegex
 from triage.vllm.metrics import METRICS
 
@@ -594,33 +592,18 @@ def _parsed_documents(files: list[tuple[Path, str]]) -> dict[str, Any]:
     """File name -> its parsed YAML, for each of ``files`` that is valid YAML (the others
     are parsed again by parse_pattern, which reports them); from the cache when these
     exact texts were parsed before, else parsed and cached."""
-    digest = hashlib.sha256(f"{_CACHE_SCHEMA}\0{yaml.__version__}\0"
-                            f"{_YAML_LOADER.__name__}\0".encode())
-    for path, text in files:
-        digest.update(f"{path.name}\0{len(text)}\0{text}\0".encode("utf-8", "surrogatepass"))
-    cache = cache_dir() / f"patterns-{digest.hexdigest()[:40]}.json"
-    with suppress(OSError, ValueError):
-        cached = json.loads(cache.read_text(encoding="utf-8"))
-        if isinstance(cached, dict):
-            return cached
-    out: dict[str, Any] = {}
-    for path, text in files:
-        with suppress(yaml.YAMLError):
-            out[path.name] = yaml.load(text, Loader=_YAML_LOADER)
-    with suppress(OSError, ValueError, TypeError, RecursionError):
-        encoded = json.dumps(out)
-        if json.loads(encoded) == out:  # exactly what YAML gave, or not cached
-            _write_cache(cache, encoded)
-    return out
+    def parse() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for path, text in files:
+            with suppress(yaml.YAMLError):
+                out[path.name] = yaml.load(text, Loader=_YAML_LOADER)
+        return out
 
-
-def _write_cache(cache: Path, encoded: str) -> None:
-    write_atomically(cache, encoded.encode("utf-8"))
-    kept = sorted(cache.parent.glob("patterns-*.json"), key=lambda p: p.stat().st_mtime,
-                  reverse=True)
-    for old in kept[_CACHE_KEEP:]:
-        with suppress(OSError):
-            old.unlink()
+    parts = [_CACHE_SCHEMA, yaml.__version__, _YAML_LOADER.__name__]
+    for path, text in files:
+        parts += [path.name, text]
+    found = derived_json("patterns", parts, parse, _CACHE_KEEP)
+    return found if isinstance(found, dict) else parse()
 
 
 def builtin_dir() -> Path:
