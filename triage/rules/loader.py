@@ -10,10 +10,9 @@ others still run.
 
 from __future__ import annotations
 
-import importlib.util
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -61,8 +60,13 @@ from triage.speed import lazyregex
 from triage.speed.cache import derived_json
 from triage.speed.lazyregex import LazyRegex
 from triage.vllm.metrics import METRICS
+from triage.vllm.wordings import REGEX_FLAGS, WORDINGS_FILE, Wording, shipped_dir
+from triage.vllm.wordings import read as read_wordings
+from triage.vllm.wordings import shipped as shipped_wordings
 
-REGEX_FLAGS = regex.VERSION1 | regex.MULTILINE
+# Files beside the patterns that are data, not patterns: each is read by its own reader
+# (the wordings by triage.vllm.wordings; checklist.yaml: the steps' titles and settings).
+DATA_FILES = (WORDINGS_FILE, "checklist.yaml")
 # libyaml's loader when PyYAML was built with it: loading every pattern file
 # is most of a small scan's start-up otherwise.
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -104,9 +108,12 @@ _UNREAD_KINDS = ("logs", "events", "metrics", "nodes", "configmaps", "services",
 class _Reader:
     """Validates one file, keeping the path of the field being read for errors."""
 
-    def __init__(self, source: str, lazy: bool = False) -> None:
+    def __init__(self, source: str, lazy: bool = False,
+                 wordings: Mapping[str, Wording] | None = None) -> None:
         self.source = source
         self.lazy = lazy  # a shipped file, checked when the tool is tested: compiled on use
+        # What a log leaf may name instead of writing a regex (`log: {wording: NAME}`).
+        self.wordings = wordings if wordings is not None else shipped_wordings()
 
     def fail(self, where: str, problem: str) -> PatternError:
         return PatternError(self.source, where, problem)
@@ -276,9 +283,18 @@ class _Reader:
         raise self.fail(at, "unknown condition kind; expected one of " + ", ".join(_LEAF_KINDS))
 
     def log_leaf(self, body: dict[str, Any], at: str) -> LogLeaf:
-        unknown = set(body) - {"regex", "stream", "levels", "tail", "context"}
+        unknown = set(body) - {"regex", "wording", "stream", "levels", "tail", "context"}
         if unknown:
             raise self.fail(f"{at}.{sorted(unknown)[0]}", "unknown key")
+        text, where = body.get("regex"), f"{at}.regex"
+        if "wording" in body:
+            where, name = f"{at}.wording", body["wording"]
+            if "regex" in body:
+                raise self.fail(where, "give regex or wording, not both")
+            if not isinstance(name, str) or name not in self.wordings:
+                raise self.fail(where, f"unknown wording {name!r}; patterns/{WORDINGS_FILE} "
+                                "lists them")
+            text = self.wordings[name].regex
         stream = body.get("stream", "any")
         if stream not in STREAMS:
             raise self.fail(f"{at}.stream", f"must be one of {', '.join(STREAMS)}")
@@ -296,7 +312,7 @@ class _Reader:
         if not isinstance(context, int) or not 0 <= context <= 10:
             raise self.fail(f"{at}.context", "must be an integer from 0 to 10")
         return LogLeaf(
-            regex=self.compile(body.get("regex"), f"{at}.regex"),
+            regex=self.compile(text, where),
             stream=stream, levels=levels, tail=tail, context=context,
         )
 
@@ -560,12 +576,13 @@ def _is_number(value: Any) -> bool:
 _UNPARSED = object()
 
 
-def parse_pattern(text: str, source: str, lazy: bool = False, data: Any = _UNPARSED
-                  ) -> Pattern:
+def parse_pattern(text: str, source: str, lazy: bool = False, data: Any = _UNPARSED,
+                  wordings: Mapping[str, Wording] | None = None) -> Pattern:
     """One pattern file; ``lazy``: its regexes are compiled on first use (a shipped file,
     whose regexes the tests compile), else here, so that a mistake is a PatternError.
-    ``data``: the file's YAML already parsed (``_parsed_documents``)."""
-    reader = _Reader(source, lazy)
+    ``data``: the file's YAML already parsed (``_parsed_documents``). ``wordings``: what its
+    log leaves may name (the shipped wordings when not given)."""
+    reader = _Reader(source, lazy, wordings)
     if data is _UNPARSED:
         try:
             data = yaml.load(text, Loader=_YAML_LOADER)  # a SafeLoader: no arbitrary objects
@@ -608,17 +625,7 @@ def _parsed_documents(files: list[tuple[Path, str]]) -> dict[str, Any]:
 
 def builtin_dir() -> Path:
     """The shipped patterns: the installed triage.builtin_patterns package, or the source tree."""
-    # A data-only namespace package: find_spec knows where it lives, in a wheel
-    # and in an editable install alike.
-    try:
-        spec = importlib.util.find_spec("triage.builtin_patterns")
-    except (ImportError, ValueError):
-        spec = None
-    for location in (spec.submodule_search_locations or []) if spec else []:
-        path = Path(location)
-        if any(path.glob("*.yaml")):
-            return path
-    return Path(__file__).resolve().parent.parent.parent / "patterns"
+    return shipped_dir()
 
 
 @dataclass(frozen=True)
@@ -627,6 +634,9 @@ class PatternSet:
 
     patterns: tuple[Pattern, ...]  # in evaluation order: a pattern after those it refers to
     errors: tuple[PatternError, ...]
+    # The wordings their log leaves could name: the shipped ones and those --patterns
+    # directories add (the facts read the shipped ones).
+    wordings: Mapping[str, Wording] = field(default_factory=dict)
 
     def by_id(self) -> dict[str, Pattern]:
         return {p.id: p for p in self.patterns}
@@ -644,6 +654,8 @@ def load_patterns(extra_dirs: Iterable[Path] = (), check_builtin: bool = False) 
     by_id: dict[str, Pattern] = {}
     errors: list[PatternError] = []
     shipped = builtin_dir()
+    extra_dirs = list(extra_dirs)
+    table = _wordings(extra_dirs, errors)
     for directory in (shipped, *extra_dirs):
         if not directory.is_dir():
             errors.append(PatternError(str(directory), "(directory)", "not a directory"))
@@ -651,6 +663,8 @@ def load_patterns(extra_dirs: Iterable[Path] = (), check_builtin: bool = False) 
         lazy = directory == shipped and not check_builtin
         files: list[tuple[Path, str]] = []
         for path in sorted(directory.glob("*.y*ml")):
+            if path.name in DATA_FILES:  # data beside the patterns, read by its own reader
+                continue
             try:
                 files.append((path, path.read_text(encoding="utf-8")))
             except (OSError, UnicodeDecodeError) as exc:
@@ -659,12 +673,44 @@ def load_patterns(extra_dirs: Iterable[Path] = (), check_builtin: bool = False) 
         for path, text in files:
             try:
                 pattern = parse_pattern(text, _display(path), lazy,
-                                        documents.get(path.name, _UNPARSED))
+                                        documents.get(path.name, _UNPARSED), table)
             except PatternError as exc:
                 errors.append(exc)
                 continue
             by_id[pattern.id] = pattern
-    return resolve(by_id, errors)
+    loaded = resolve(by_id, errors)
+    return PatternSet(loaded.patterns, loaded.errors, table)
+
+
+def _wordings(extra_dirs: list[Path], errors: list[PatternError]) -> dict[str, Wording]:
+    """The shipped wordings, and those the ``wordings.yaml`` of each extra directory adds
+    (a later directory's over an earlier one's). A shipped wording is not replaced: the
+    facts built their log queries from it when the tool started, and a pattern reading
+    another text under the same name would disagree with them; a new name is the way."""
+    table = dict(shipped_wordings())
+    for directory in extra_dirs:
+        path = directory / WORDINGS_FILE
+        if not path.is_file():
+            continue
+        added, problems = read_wordings(path, _display(path))
+        errors += [PatternError(e.source, e.where, e.problem) for e in problems]
+        for name, wording in added.items():
+            if name in shipped_wordings() and wording.regex == shipped_wordings()[name].regex:
+                continue  # the shipped text again (a copy of the shipped directory)
+            if name in shipped_wordings():
+                errors.append(PatternError(wording.origin, f"{name}.name", "a shipped wording "
+                                           "is read by the tool's own facts as shipped and "
+                                           "cannot be replaced: give this text a name of its "
+                                           "own and name that in your patterns"))
+                continue
+            try:
+                regex.compile(wording.regex, REGEX_FLAGS)
+            except regex.error as exc:
+                errors.append(PatternError(wording.origin, f"{name}.regex",
+                                           f"invalid regular expression: {exc}"))
+                continue
+            table[name] = wording
+    return table
 
 
 def resolve(by_id: dict[str, Pattern], errors: list[PatternError] | None = None) -> PatternSet:
