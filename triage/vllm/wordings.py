@@ -22,7 +22,6 @@ start would cost more than the rest of reading it).
 from __future__ import annotations
 
 import importlib.util
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -42,15 +41,23 @@ _NAME_CHARS = _NAME_START | frozenset("0123456789_")
 _SCHEMA = "vllm-triage/wordings/v1"
 
 
-@dataclass(frozen=True, slots=True)
 class Wording:
-    """One text as the software prints it: its name, regex, meaning and source."""
+    """One text as the software prints it: its name, regex, meaning and source. A plain
+    class: a dataclass costs its generated methods at every start, and this one is made
+    when the facts are imported."""
 
-    name: str
-    regex: str
-    means: str
-    source: str
-    origin: str = ""  # the file it was read from, as the user named it
+    __slots__ = ("means", "name", "origin", "regex", "source")
+
+    def __init__(self, name: str, regex: str, means: str, source: str,
+                 origin: str = "") -> None:
+        self.name = name
+        self.regex = regex
+        self.means = means
+        self.source = source
+        self.origin = origin  # the file it was read from, as the user named it
+
+    def __repr__(self) -> str:
+        return f"Wording({self.name!r}, {self.regex!r}, from {self.origin or 'its file'})"
 
 
 class WordingError(ValueError):
