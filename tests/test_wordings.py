@@ -399,8 +399,8 @@ def test_a_malformed_wordings_file_says_where(tmp_path: Path) -> None:
 
 def test_the_wordings_cache_follows_the_file(tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """Read from the cache once parsed (no YAML parse at start-up), and as edited when the
-    file changes."""
+    """Read from the cache once parsed and checked (no YAML parse at start-up), as edited
+    when the file changes, and checked again when the cache file is damaged."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     path = tmp_path / WORDINGS_FILE
     path.write_text("- {name: first, regex: a, means: m, source: s}\n")
@@ -413,6 +413,10 @@ def test_the_wordings_cache_follows_the_file(tmp_path: Path,
     monkeypatch.setattr(yaml, "load", no_parse)
     assert list(wordings.read(path)[0]) == ["first"]  # from the cache
     monkeypatch.undo()
+    for cached in (tmp_path / "cache" / "vllm-triage").glob("wordings-*.json"):
+        cached.write_text('{"wordings": 3}')  # damaged: the text is checked again
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert list(wordings.read(path)[0]) == ["first"]
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     path.write_text("- {name: second, regex: a, means: m, source: s}\n")
     assert list(wordings.read(path)[0]) == ["second"]

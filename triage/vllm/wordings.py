@@ -24,7 +24,6 @@ from __future__ import annotations
 import importlib.util
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 import regex as _regex
 
@@ -38,7 +37,7 @@ WORDINGS_FILE = "wordings.yaml"  # beside the patterns, in the shipped directory
 _KEYS = ("name", "regex", "means", "source")
 _NAME_START = frozenset("abcdefghijklmnopqrstuvwxyz")
 _NAME_CHARS = _NAME_START | frozenset("0123456789_")
-_SCHEMA = "vllm-triage/wordings/v1"
+_SCHEMA = "vllm-triage/wordings/v2"
 
 
 class Wording:
@@ -95,56 +94,60 @@ def read(path: Path, origin: str | None = None) -> tuple[dict[str, Wording], lis
         content = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         return {}, [WordingError(where, "(file)", f"unreadable: {exc}")]
-
-    def parse() -> Any:
-        import yaml  # only when this text was not parsed before
-
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        try:
-            return yaml.load(content, Loader=loader)  # a SafeLoader: no arbitrary objects
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            return {"not yaml": [f"line {mark.line + 1}" if mark is not None else "(file)",
-                                 f"not valid YAML: {getattr(exc, 'problem', exc)}"]}
-
-    data = derived_json("wordings", (_SCHEMA, path.name, content), parse)
-    if isinstance(data, dict) and "not yaml" in data:  # what parse() says of a bad file
-        line, problem = data["not yaml"]
-        return {}, [WordingError(where, str(line), str(problem))]
-    return _entries(data, where)
+    # Parsed and checked once per text: the cache holds the entries and the problems.
+    checked = derived_json("wordings", (_SCHEMA, path.name, content), lambda: _check(content))
+    try:
+        return _built(checked, where)
+    except (KeyError, TypeError, ValueError):  # a damaged cache file: check the text again
+        return _built(_check(content), where)
 
 
-def _entries(data: Any, origin: str) -> tuple[dict[str, Wording], list[WordingError]]:
+def _built(checked: dict[str, list[list[str]]], origin: str
+           ) -> tuple[dict[str, Wording], list[WordingError]]:
+    return ({name: Wording(name, rx, means, source, origin)
+             for name, rx, means, source in checked["wordings"]},
+            [WordingError(origin, at, problem) for at, problem in checked["problems"]])
+
+
+def _check(content: str) -> dict[str, list[list[str]]]:
+    """A wordings file's entries (name, regex, means, source) and its problems (where,
+    what), as plain data."""
+    import yaml  # only when this text was not parsed before
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        data = yaml.load(content, Loader=loader)  # a SafeLoader: no arbitrary objects
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        return {"wordings": [], "problems": [[
+            f"line {mark.line + 1}" if mark is not None else "(file)",
+            f"not valid YAML: {getattr(exc, 'problem', exc)}"]]}
     if not isinstance(data, list):
-        return {}, [WordingError(origin, "(top)", "a wordings file is a list of entries "
-                                 "with name, regex, means and source")]
-    out: dict[str, Wording] = {}
-    errors: list[WordingError] = []
+        return {"wordings": [], "problems": [["(top)", "a wordings file is a list of entries "
+                                              "with name, regex, means and source"]]}
+    out: dict[str, list[str]] = {}
+    problems: list[list[str]] = []
     for i, entry in enumerate(data):
         name = entry.get("name") if isinstance(entry, dict) else None
         at = name if isinstance(name, str) and name else f"[{i}]"
         if not isinstance(entry, dict):
-            errors.append(WordingError(origin, at, "must be a mapping with name, regex, means "
-                                       "and source"))
+            problems.append([at, "must be a mapping with name, regex, means and source"])
             continue
         unknown = sorted(set(entry) - set(_KEYS))
         missing = [k for k in _KEYS if not isinstance(entry.get(k), str) or
                    not entry[k].strip()]
         if unknown:
-            errors.append(WordingError(origin, f"{at}.{unknown[0]}", "unknown key; expected "
-                                       + ", ".join(_KEYS)))
+            problems.append([f"{at}.{unknown[0]}", "unknown key; expected " + ", ".join(_KEYS)])
         elif missing:
-            errors.append(WordingError(origin, f"{at}.{missing[0]}", "must be a non-empty "
-                                       "string"))
+            problems.append([f"{at}.{missing[0]}", "must be a non-empty string"])
         elif at[0] not in _NAME_START or not set(at) <= _NAME_CHARS:
-            errors.append(WordingError(origin, f"{at}.name", "must be lower-case words joined "
-                                       f"by '_', got {name!r}"))
-        elif name in out:
-            errors.append(WordingError(origin, f"{at}.name", "named twice in this file"))
+            problems.append([f"{at}.name", f"must be lower-case words joined by '_', got "
+                                           f"{name!r}"])
+        elif at in out:
+            problems.append([f"{at}.name", "named twice in this file"])
         else:
-            out[at] = Wording(at, entry["regex"], entry["means"].strip(),
-                              entry["source"].strip(), origin)
-    return out, errors
+            out[at] = [at, entry["regex"], entry["means"].strip(), entry["source"].strip()]
+    return {"wordings": list(out.values()), "problems": problems}
 
 
 @cache
