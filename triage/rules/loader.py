@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -634,9 +634,6 @@ class PatternSet:
 
     patterns: tuple[Pattern, ...]  # in evaluation order: a pattern after those it refers to
     errors: tuple[PatternError, ...]
-    # The wordings their log leaves could name: the shipped ones and those --patterns
-    # directories add (the facts read the shipped ones).
-    wordings: Mapping[str, Wording] = field(default_factory=dict)
 
     def by_id(self) -> dict[str, Pattern]:
         return {p.id: p for p in self.patterns}
@@ -678,8 +675,7 @@ def load_patterns(extra_dirs: Iterable[Path] = (), check_builtin: bool = False) 
                 errors.append(exc)
                 continue
             by_id[pattern.id] = pattern
-    loaded = resolve(by_id, errors)
-    return PatternSet(loaded.patterns, loaded.errors, table)
+    return resolve(by_id, errors)
 
 
 def _wordings(extra_dirs: list[Path], errors: list[PatternError]) -> dict[str, Wording]:
