@@ -202,6 +202,12 @@ def to_ere(pattern: str) -> str:
             fold = fold or "i" in m.group(1)
             i += m.end()
             continue
+        m = re.match(r"\(\?([a-zA-Z]+):", pattern[i:])  # a group with its own flags: a
+        if m:  # group; its case-blindness runs to the pattern's end (more lines, never fewer)
+            fold = fold or "i" in m.group(1)
+            out.append("(")
+            i += m.end()
+            continue
         if two == r"\d":
             out.append("[0-9]")
             i += 2

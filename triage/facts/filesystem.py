@@ -24,7 +24,7 @@ from triage.facts import (
 from triage.kube import workload
 from triage.logs import Hit, Query
 from triage.snapshot import CURRENT, PREVIOUS
-from triage.speed import lazyregex
+from triage.vllm import wordings
 
 # Environment variables that move a cache of vLLM, Hugging Face, torch, Triton or XDG.
 CACHE_ENV = (
@@ -105,9 +105,7 @@ def cache_env(ctx: ContainerContext) -> Measured:
 # CPython's OSError text for EACCES and EROFS, with the path it names; not huggingface_hub's
 # "Could not cache non-existence of file. Will ignore error and continue. Error: [Errno 13]",
 # which does not fail.
-_UNWRITABLE = LOG_QUERIES.add(Query(lazyregex.compile(
-    r"(?<!Will ignore error and continue\. Error: )\[Errno (?:13\] Permission denied|"
-    r"30\] Read-only file system): '([^'\n]{1,1024})'")))
+_UNWRITABLE = LOG_QUERIES.add(Query(wordings.regex("python_unwritable_path")))
 
 
 def _unwritable(ctx: ContainerContext) -> tuple[str, str, Hit] | None:

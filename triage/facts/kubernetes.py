@@ -25,6 +25,7 @@ from triage.facts.contexts import OfPod
 from triage.kube import workload
 from triage.snapshot import PREVIOUS, Obj, event_times, meta
 from triage.speed import lazyregex
+from triage.vllm import wordings
 
 
 def parse_time(text: Any) -> datetime | None:
@@ -99,13 +100,13 @@ def pod_scheduled(ctx: PodContext) -> Measured:
 
 # --- image pulls ---------------------------------------------------------------
 
+# A container's field path (spec.containers{vllm}) in front of an event's message: the
+# event's structure, as its involvedObject.fieldPath is.
 _CONTAINER_PREFIX = lazyregex.compile(
     r"^spec\.(?:init|ephemeral)?[cC]ontainers\{(?P<name>[^}]*)\}: ")
-_PULLED = lazyregex.compile(
-    r'Successfully pulled image "(?P<image>[^"]+)" in (?P<took>[0-9.hmsuµn]+)'
-    r'(?: \((?P<waiting>[0-9.hmsuµn]+) including waiting\))?(?:\. Image size: (?P<size>\d+) '
-    r'bytes)?')
-_PRESENT = lazyregex.compile(r'Container image "(?P<image>[^"]+)" already present on machine')
+# The kubelet's Pulled events (patterns/wordings.yaml).
+_PULLED = wordings.regex("kubelet_image_pulled")
+_PRESENT = wordings.regex("kubelet_image_present")
 _GO_DURATION = lazyregex.compile(r"(\d+(?:\.\d+)?)(h|ms|us|µs|ns|m|s)")
 _UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6,
                  "ns": 1e-9}

@@ -25,26 +25,25 @@ from typing import Any
 
 from triage.facts import LOG_QUERIES, ContainerContext
 from triage.kube import workload
-from triage.logs import LogLine, Query, linetime
+from triage.logs import LogLine, Query, bars, linetime
 from triage.results import GpuBudget, TimelineEvent, WindowSeries
 from triage.snapshot import CURRENT, PREVIOUS, event_times, meta, parse_rfc3339
 from triage.speed import lazyregex
+from triage.vllm import wordings
 from triage.vllm.milestones import StartupReport
 
 parse_time = parse_rfc3339  # an RFC 3339 time of the API (UTC when it names no zone)
 
-_TOTAL_CAPACITY = lazyregex.compile(r"has a total capacity of ([\d.]+) GiB|\(GPU \d+; ([\d.]+) GiB "
-                                r"total capacity|total_gpu_memory \(([\d.]+) ?GiB\)")
-_GRAPHS = lazyregex.compile(r"Graph capturing finished in \d+ secs?, took ([\d.]+) GiB")
 _MAX_EVENTS = 60
+# A Python exception line, whatever raised it (a shape, not one program's wording).
 _EXCEPTION = lazyregex.compile(r"^\s*[A-Za-z_][\w.]*(?:Error|Exception)\b:")
-_WRAPPER = lazyregex.compile(r"Engine core initialization failed|EngineCore failed to start|"
-                         r"Engine process failed to start")
+_WRAPPER = wordings.regex("vllm_engine_start_failed")
 # What the timeline reads from every log, answered by the scan's one pass.
 EXCEPTIONS = LOG_QUERIES.add(Query(_EXCEPTION), keep_last=64)
 EXCEPTIONS_KEPT = 64
+# Every line logged at ERROR or CRITICAL: its level decides, whatever it says.
 ERROR_LINES = LOG_QUERIES.add(Query(lazyregex.compile("."), frozenset({"ERROR", "CRITICAL"})))
-CAPACITY = LOG_QUERIES.add(Query(_TOTAL_CAPACITY))
+CAPACITY = LOG_QUERIES.add(Query(wordings.regex("gpu_total_capacity")))
 
 
 def iso(when: datetime) -> str:
@@ -59,12 +58,10 @@ def line_time(line: LogLine, anchor: datetime | None) -> datetime | None:
     return found[0] if found else None
 
 
-_BAR = lazyregex.compile(r"\|[\u2580-\u259f ]+\|")  # a tqdm progress bar
-
 
 def _short(text: str, limit: int = 140) -> str:
     """One line of at most ``limit`` characters, cut at a word with an ellipsis."""
-    flat = " ".join(_BAR.sub("|", text).split())
+    flat = " ".join(bars.DRAWING.sub("|", text).split())
     if len(flat) <= limit:
         return flat
     head = flat[:limit - 1]

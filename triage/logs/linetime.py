@@ -25,7 +25,8 @@ from triage.speed import lazyregex
 # trimmed, as Go prints it), then one space.
 KUBELET_STAMP = lazyregex.compile(
     r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)[ \t]")
-_VLLM_STAMP = lazyregex.compile(r"\b(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b")
+# vLLM's own stamp, MM-DD hh:mm:ss (no year).
+VLLM_STAMP = lazyregex.compile(r"\b(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b")
 
 KUBELET = "kubelet"
 VLLM = "vllm"
@@ -65,7 +66,7 @@ def without_kubelet_time(raw: str) -> str:
 
 def vllm_time(raw: str, anchor: datetime | None) -> datetime | None:
     """vLLM's own stamp as a UTC time, its year from ``anchor`` (the run's start)."""
-    m = _VLLM_STAMP.search(without_kubelet_time(raw)[:160])
+    m = VLLM_STAMP.search(without_kubelet_time(raw)[:160])
     if not m or anchor is None:
         return None
     month, day, hour, minute, second = (int(g) for g in m.groups())

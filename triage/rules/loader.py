@@ -11,10 +11,7 @@ others still run.
 from __future__ import annotations
 
 import functools
-import hashlib
-import importlib.util
-import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,11 +64,17 @@ from triage.rules.language import (
     walk,
 )
 from triage.speed import lazyregex
-from triage.speed.cache import cache_dir, write_atomically
+from triage.speed.cache import derived_json
 from triage.speed.lazyregex import LazyRegex
 from triage.vllm.metrics import METRICS
+from triage.vllm.wordings import REGEX_FLAGS, WORDINGS_FILE, Wording, shipped_dir
+from triage.vllm.wordings import read as read_wordings
+from triage.vllm.wordings import shipped as shipped_wordings
 
-REGEX_FLAGS = regex.VERSION1 | regex.MULTILINE
+# Files beside the patterns that are data, not patterns: each is read by its own reader
+# (the wordings by triage.vllm.wordings; checklist.yaml: the steps' titles and settings).
+CHECKLIST_FILE = "checklist.yaml"
+DATA_FILES = (WORDINGS_FILE, CHECKLIST_FILE)
 # libyaml's loader when PyYAML was built with it: loading every pattern file
 # is most of a small scan's start-up otherwise.
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -118,9 +121,7 @@ _SCOPE_FACTS = {
     "node": ("node", "cluster"),
     "cluster": ("pod", "node", "workload", "cluster"),
 }
-# Files beside the pattern files that are not patterns: data the code reads by name.
-DATA_FILES = ("wordings.yaml", "checklist.yaml")
-CHECKLIST_FILE = "checklist.yaml"
+
 _FIX_KEYS = {"when", "values", "if", "text", "patch", "commands"}
 _PATCH_KEYS = {"target", "args", "container", "pod", "spec"}
 _PATCH_TARGETS = ("workload", "autoscaler", "claim")
@@ -135,9 +136,12 @@ _UNREAD_KINDS = ("logs", "events", "metrics", "nodes", "configmaps", "services",
 class _Reader:
     """Validates one file, keeping the path of the field being read for errors."""
 
-    def __init__(self, source: str, lazy: bool = False) -> None:
+    def __init__(self, source: str, lazy: bool = False,
+                 wordings: Mapping[str, Wording] | None = None) -> None:
         self.source = source
         self.lazy = lazy  # a shipped file, checked when the tool is tested: compiled on use
+        # What a log leaf may name instead of writing a regex (`log: {wording: NAME}`).
+        self.wordings = wordings if wordings is not None else shipped_wordings()
 
     def fail(self, where: str, problem: str) -> PatternError:
         return PatternError(self.source, where, problem)
@@ -335,9 +339,18 @@ class _Reader:
         return cond
 
     def log_leaf(self, body: dict[str, Any], at: str) -> LogLeaf:
-        unknown = set(body) - {"regex", "stream", "levels", "tail", "context"}
+        unknown = set(body) - {"regex", "wording", "stream", "levels", "tail", "context"}
         if unknown:
             raise self.fail(f"{at}.{sorted(unknown)[0]}", "unknown key")
+        text, where = body.get("regex"), f"{at}.regex"
+        if "wording" in body:
+            where, name = f"{at}.wording", body["wording"]
+            if "regex" in body:
+                raise self.fail(where, "give regex or wording, not both")
+            if not isinstance(name, str) or name not in self.wordings:
+                raise self.fail(where, f"unknown wording {name!r}; patterns/{WORDINGS_FILE} "
+                                "lists them")
+            text = self.wordings[name].regex
         stream = body.get("stream", "any")
         if stream not in STREAMS:
             raise self.fail(f"{at}.stream", f"must be one of {', '.join(STREAMS)}")
@@ -355,7 +368,7 @@ class _Reader:
         if not isinstance(context, int) or not 0 <= context <= 10:
             raise self.fail(f"{at}.context", "must be an integer from 0 to 10")
         return LogLeaf(
-            regex=self.compile(body.get("regex"), f"{at}.regex"),
+            regex=self.compile(text, where),
             stream=stream, levels=levels, tail=tail, context=context,
         )
 
@@ -719,21 +732,22 @@ def _is_number(value: Any) -> bool:
 _UNPARSED = object()
 
 
-def parse_pattern(text: str, source: str, lazy: bool = False, data: Any = _UNPARSED
-                  ) -> Pattern:
+def parse_pattern(text: str, source: str, lazy: bool = False, data: Any = _UNPARSED,
+                  wordings: Mapping[str, Wording] | None = None) -> Pattern:
     """One pattern file; ``lazy``: its regexes are compiled on first use (a shipped file,
     whose regexes the tests compile), else here, so that a mistake is a PatternError.
-    ``data``: the file's YAML already parsed (``_parsed_documents``)."""
-    found = parse_document(text, source, lazy, data)
+    ``data``: the file's YAML already parsed (``_parsed_documents``). ``wordings``: what its
+    log leaves may name (the shipped wordings when not given)."""
+    found = parse_document(text, source, lazy, data, wordings)
     if isinstance(found, CausePattern):
         raise PatternError(source, "scope", "a cluster pattern is a cause, not a finding")
     return found
 
 
-def parse_document(text: str, source: str, lazy: bool = False, data: Any = _UNPARSED
-                   ) -> Pattern | CausePattern:
+def parse_document(text: str, source: str, lazy: bool = False, data: Any = _UNPARSED,
+                   wordings: Mapping[str, Wording] | None = None) -> Pattern | CausePattern:
     """One pattern file: a finding's pattern, or a cause (``scope: cluster``)."""
-    reader = _Reader(source, lazy)
+    reader = _Reader(source, lazy, wordings)
     if data is _UNPARSED:
         data = _yaml(text, source)
     if isinstance(data, dict) and data.get("scope") == "cluster":
@@ -808,33 +822,18 @@ def _parsed_documents(files: list[tuple[Path, str]]) -> dict[str, Any]:
     """File name -> its parsed YAML, for each of ``files`` that is valid YAML (the others
     are parsed again by parse_pattern, which reports them); from the cache when these
     exact texts were parsed before, else parsed and cached."""
-    digest = hashlib.sha256(f"{_CACHE_SCHEMA}\0{yaml.__version__}\0"
-                            f"{_YAML_LOADER.__name__}\0".encode())
-    for path, text in files:
-        digest.update(f"{path.name}\0{len(text)}\0{text}\0".encode("utf-8", "surrogatepass"))
-    cache = cache_dir() / f"patterns-{digest.hexdigest()[:40]}.json"
-    with suppress(OSError, ValueError):
-        cached = json.loads(cache.read_text(encoding="utf-8"))
-        if isinstance(cached, dict):
-            return cached
-    out: dict[str, Any] = {}
-    for path, text in files:
-        with suppress(yaml.YAMLError):
-            out[path.name] = yaml.load(text, Loader=_YAML_LOADER)
-    with suppress(OSError, ValueError, TypeError, RecursionError):
-        encoded = json.dumps(out)
-        if json.loads(encoded) == out:  # exactly what YAML gave, or not cached
-            _write_cache(cache, encoded)
-    return out
+    def parse() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for path, text in files:
+            with suppress(yaml.YAMLError):
+                out[path.name] = yaml.load(text, Loader=_YAML_LOADER)
+        return out
 
-
-def _write_cache(cache: Path, encoded: str) -> None:
-    write_atomically(cache, encoded.encode("utf-8"))
-    kept = sorted(cache.parent.glob("patterns-*.json"), key=lambda p: p.stat().st_mtime,
-                  reverse=True)
-    for old in kept[_CACHE_KEEP:]:
-        with suppress(OSError):
-            old.unlink()
+    parts = [_CACHE_SCHEMA, yaml.__version__, _YAML_LOADER.__name__]
+    for path, text in files:
+        parts += [path.name, text]
+    found = derived_json("patterns", parts, parse, _CACHE_KEEP)
+    return found if isinstance(found, dict) else parse()
 
 
 @functools.cache
@@ -847,17 +846,7 @@ def shipped_checklist() -> Checklist:
 
 def builtin_dir() -> Path:
     """The shipped patterns: the installed triage.builtin_patterns package, or the source tree."""
-    # A data-only namespace package: find_spec knows where it lives, in a wheel
-    # and in an editable install alike.
-    try:
-        spec = importlib.util.find_spec("triage.builtin_patterns")
-    except (ImportError, ValueError):
-        spec = None
-    for location in (spec.submodule_search_locations or []) if spec else []:
-        path = Path(location)
-        if any(path.glob("*.yaml")):
-            return path
-    return Path(__file__).resolve().parent.parent.parent / "patterns"
+    return shipped_dir()
 
 
 @dataclass(frozen=True)
@@ -888,6 +877,8 @@ def load_patterns(extra_dirs: Iterable[Path] = (), check_builtin: bool = False) 
     errors: list[PatternError] = []
     checklist: Checklist | None = None
     shipped = builtin_dir()
+    extra_dirs = list(extra_dirs)
+    table = _wordings(extra_dirs, errors)
     for directory in (shipped, *extra_dirs):
         if not directory.is_dir():
             errors.append(PatternError(str(directory), "(directory)", "not a directory"))
@@ -895,6 +886,8 @@ def load_patterns(extra_dirs: Iterable[Path] = (), check_builtin: bool = False) 
         lazy = directory == shipped and not check_builtin
         files: list[tuple[Path, str]] = []
         for path in sorted(directory.glob("*.y*ml")):
+            if path.name in DATA_FILES and path.name != CHECKLIST_FILE:
+                continue  # data beside the patterns, read by its own reader
             try:
                 text = path.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:
@@ -905,13 +898,13 @@ def load_patterns(extra_dirs: Iterable[Path] = (), check_builtin: bool = False) 
                     checklist = read_checklist(text, _display(path), checklist)
                 except PatternError as exc:
                     errors.append(exc)
-            elif path.name not in DATA_FILES:
+            else:
                 files.append((path, text))
         documents = _parsed_documents(files)
         for path, text in files:
             try:
                 found = parse_document(text, _display(path), lazy,
-                                       documents.get(path.name, _UNPARSED))
+                                       documents.get(path.name, _UNPARSED), table)
             except PatternError as exc:
                 errors.append(exc)
                 continue
@@ -933,6 +926,37 @@ def load_patterns(extra_dirs: Iterable[Path] = (), check_builtin: bool = False) 
             kept.append(cause)
     return PatternSet(loaded.patterns, loaded.errors + tuple(cause_errors), tuple(kept),
                       checklist or shipped_checklist())
+
+
+def _wordings(extra_dirs: list[Path], errors: list[PatternError]) -> dict[str, Wording]:
+    """The shipped wordings, and those the ``wordings.yaml`` of each extra directory adds
+    (a later directory's over an earlier one's). A shipped wording is not replaced: the
+    facts built their log queries from it when the tool started, and a pattern reading
+    another text under the same name would disagree with them; a new name is the way."""
+    table = dict(shipped_wordings())
+    for directory in extra_dirs:
+        path = directory / WORDINGS_FILE
+        if not path.is_file():
+            continue
+        added, problems = read_wordings(path, _display(path))
+        errors += [PatternError(e.source, e.where, e.problem) for e in problems]
+        for name, wording in added.items():
+            if name in shipped_wordings() and wording.regex == shipped_wordings()[name].regex:
+                continue  # the shipped text again (a copy of the shipped directory)
+            if name in shipped_wordings():
+                errors.append(PatternError(wording.origin, f"{name}.name", "a shipped wording "
+                                           "is read by the tool's own facts as shipped and "
+                                           "cannot be replaced: give this text a name of its "
+                                           "own and name that in your patterns"))
+                continue
+            try:
+                regex.compile(wording.regex, REGEX_FLAGS)
+            except regex.error as exc:
+                errors.append(PatternError(wording.origin, f"{name}.regex",
+                                           f"invalid regular expression: {exc}"))
+                continue
+            table[name] = wording
+    return table
 
 
 def resolve(by_id: dict[str, Pattern], errors: list[PatternError] | None = None) -> PatternSet:

@@ -1,8 +1,8 @@
 """What vLLM reports about itself while starting: capacity, load time, readiness.
 
 These lines are measurements, not failures, so they are parsed into numbers
-here rather than matched by finding patterns. Texts follow the shared
-reference (section 3), V0 and V1 wordings both.
+here rather than matched by finding patterns. The texts, V0 and V1 wordings
+both, are ``patterns/wordings.yaml``'s, with their sources.
 """
 
 from __future__ import annotations
@@ -12,40 +12,33 @@ from dataclasses import dataclass, field
 import regex
 
 from triage.logs import LogIndex, LogLine, Query, linetime, queries_of
-from triage.speed import lazyregex
+from triage.vllm import wordings
 
-_NUM = r"([\d,]+(?:\.\d+)?)"
+# The wordings of a start-up's progress, in the order a start prints them (the last one
+# seen is where it got to; the cuda_oom_phase fact reads which one it was).
+LOADING = ("vllm_shard_progress", "vllm_runai_loading", "vllm_load_start", "hub_downloading",
+           "vllm_weights_load_time", "vllm_cuda_graph_capture", "vllm_torch_compile",
+           "vllm_memory_profiling")
 
 
 def _n(text: str) -> float:
     return float(text.replace(",", ""))
 
 
-# vLLM's own timestamp ("11-28 03:05:19", no year), used to time the start-up.
-_STAMP = lazyregex.compile(r"\b(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b")
-
+# What each number is read from: the wordings of patterns/wordings.yaml, by name.
 _RULES: list[tuple[str, regex.Pattern[str]]] = [
-    ("kv_cache_tokens", lazyregex.compile(r"\bKV cache size: " + _NUM + r" tokens")),
-    ("max_concurrency", lazyregex.compile(
-        r"Maximum concurrency for " + _NUM + r" tokens per request: " + _NUM + r"x")),
-    ("gpu_blocks", lazyregex.compile(r"# (?:GPU|cuda|xpu|hpu) blocks: " + _NUM)),
-    ("kv_cache_memory_gib", lazyregex.compile(r"Available KV cache memory: (-?[\d.]+) ?GiB")),
-    ("weights_seconds", lazyregex.compile(r"Loading weights took ([\d.]+) seconds")),
-    ("model_load", lazyregex.compile(
-        r"Model loading took ([\d.]+) ?GiB(?: memory)? and ([\d.]+) seconds")),
-    ("model_load_v0", lazyregex.compile(r"Loading model weights took ([\d.]+) GB")),
-    ("init_engine_seconds", lazyregex.compile(
-        r"init engine \(profile, create kv cache, warmup model\) took ([\d.]+) s")),
-    ("ready", lazyregex.compile(
-        r"Starting vLLM (?:API )?server|Application startup complete|Uvicorn running on|"
-        r"Available routes are:")),
-    ("loading", lazyregex.compile(
-        r"Loading (?:safetensors|pt|np_cache) checkpoint shards|Loading safetensors using "
-        r"Runai|Starting to load model|Downloading|Loading weights|Capturing CUDA graph|"
-        r"Capturing cudagraphs|torch\.compile|Dynamo bytecode transform|Memory profiling")),
-    ("download", lazyregex.compile(
-        r"(?i)Fetching \d+ files|Downloading (?:shards|model|\S+\.safetensors)|"
-        r"\.safetensors:\s+\d+%|download(?:ing)? weights")),
+    ("kv_cache_tokens", wordings.regex("vllm_kv_cache_size")),
+    ("max_concurrency", wordings.regex("vllm_max_concurrency")),
+    ("gpu_blocks", wordings.regex("vllm_gpu_blocks")),
+    ("kv_cache_memory_gib", wordings.regex("vllm_available_kv_cache_memory")),
+    ("weights_seconds", wordings.regex("vllm_weights_load_time")),
+    ("model_load", wordings.regex("vllm_model_loading_took")),
+    ("model_load_v0", wordings.regex("vllm_v0_model_weights_took")),
+    ("init_engine_seconds", wordings.regex("vllm_init_engine_took")),
+    ("ready", wordings.regex("vllm_server_ready")),
+    # The last of these is where a start that never became ready got to.
+    ("loading", wordings.either(*LOADING)),
+    ("download", wordings.either("hub_download_progress", "hub_file_progress")),
 ]
 
 
@@ -158,7 +151,7 @@ def _stamp(raw: str) -> float | None:
     kubelet = linetime.kubelet_time(raw)
     if kubelet is not None:
         return kubelet.timestamp()
-    m = _STAMP.search(raw[:120])
+    m = linetime.VLLM_STAMP.search(raw[:120])
     if not m:
         return None
     month, day, hour, minute, second = (int(g) for g in m.groups())

@@ -40,6 +40,7 @@ from triage.kube.workload import (
 )
 from triage.snapshot import Obj, meta
 from triage.speed import lazyregex
+from triage.vllm import wordings
 
 _VLLM_IMAGE = lazyregex.compile(r"(?i)(^|/)vllm[-_/]|vllm-openai|(^|/)vllm(:|@|$)")
 _VLLM_COMMAND = lazyregex.compile(
@@ -102,13 +103,16 @@ _SERVER_LABELS: tuple[tuple[str, regex.Pattern[str]], ...] = (
 # the model's name and the release (helm/templates/deployment-vllm-multi.yaml).
 _PRODUCTION_STACK = ("model", "helm-release-name")
 
-# The first lines vLLM prints, in every version (shared reference section 0 and 3);
-# argparse's usage line of `vllm` counts too: a pod that dies of its own flags.
-_VLLM_LOG = lazyregex.compile(
-    r"vLLM API server version|Automatically detected platform \w+\.|\(APIServer pid=\d+\)|"
-    r"\((?:EngineCore|VllmWorker|VllmWorkerProcess|Worker_TP)\w*(?:[ \t]+rank=\d+)?[ \t]+pid=\d+"
-    r"|Initializing (?:a V1 LLM engine|an LLM engine) \(v|^usage: vllm\b|^vllm(?: serve)?: error:",
-    regex.MULTILINE)
+# The first lines vLLM prints, in every version (patterns/wordings.yaml; shared reference
+# sections 0 and 3); argparse's usage line of `vllm` counts too: a pod that dies of its own
+# flags.
+_VLLM_HEAD = wordings.either("vllm_api_server_version", "vllm_platform_detected",
+                             "vllm_engine_init", "vllm_cli_usage", "vllm_cli_error")
+# ... and the names vLLM gives its processes in front of their lines (its log format's
+# structure, not a message).
+_VLLM_PROCESS = lazyregex.compile(
+    r"\(APIServer pid=\d+\)|\((?:EngineCore|VllmWorker|VllmWorkerProcess|Worker_TP)\w*"
+    r"(?:[ \t]+rank=\d+)?[ \t]+pid=\d+")
 LOG_HEAD_BYTES = 4096  # of a log read to recognise vLLM's first lines
 MAX_HEAD_READS = 32  # pods whose log heads a scan reads, at most
 MAX_OTHER_PODS = 256  # unselected pods a scan keeps to read heads from and name if failing
@@ -193,7 +197,8 @@ def labels_name_vllm(pod: Obj) -> str | None:
 
 def is_vllm_log_head(text: str) -> bool:
     """Whether the first lines of a log are vLLM's own."""
-    return _VLLM_LOG.search(text[:LOG_HEAD_BYTES]) is not None
+    head = text[:LOG_HEAD_BYTES]
+    return _VLLM_PROCESS.search(head) is not None or _VLLM_HEAD.search(head) is not None
 
 
 def server_containers(pod: Obj) -> list[Obj]:
