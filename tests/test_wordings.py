@@ -379,9 +379,10 @@ def test_a_users_wordings_file_adds_names_but_replaces_no_shipped_one(tmp_path: 
 
 
 def test_data_files_beside_the_patterns_are_not_read_as_patterns(tmp_path: Path) -> None:
-    (tmp_path / "checklist.yaml").write_text("steps: {1: {title: something}}\n")
+    (tmp_path / "checklist.yaml").write_text("steps: {1: Something}\n")
     (tmp_path / WORDINGS_FILE).write_text("[]\n")
-    assert load_patterns([tmp_path]).errors == ()
+    loaded = load_patterns([tmp_path])
+    assert loaded.errors == () and loaded.checklist.titles[1] == "Something"
 
 
 def test_a_malformed_wordings_file_says_where(tmp_path: Path) -> None:
