@@ -247,24 +247,3 @@ def test_shipped_fix_expressions_and_examples_are_read_when_used() -> None:
 
         assert [[(n, said(e.parsed())) for n, e in c.values] for c in p.fix] == \
             [[(n, said(e)) for n, e in c.values] for c in checked[pid].fix], pid
-
-
-def test_node_classes_behave_as_frozen_dataclasses() -> None:
-    from triage.rules.language import Comparison, Example, FactLeaf
-
-    a = FactLeaf("x", Comparison("gt", 3))
-    b = FactLeaf(name="x", comparison=Comparison(op="gt", value=3))
-    assert a == b and hash(a) == hash(b) and {a: 1}[b] == 1
-    assert a != FactLeaf("y", None) and a != ("x", Comparison("gt", 3))
-    assert repr(a) == ("FactLeaf(name='x', comparison=Comparison(op='gt', value=3, "
-                       "fact_ref=None, times=1.0, plus=0.0))")
-    with pytest.raises(AttributeError):
-        a.name = "y"  # type: ignore[misc]
-    with pytest.raises(TypeError):
-        FactLeaf("x")  # type: ignore[call-arg]
-    with pytest.raises(TypeError):
-        FactLeaf("x", None, 3)  # type: ignore[call-arg]
-    with pytest.raises(TypeError):
-        FactLeaf("x", None, other=1)  # type: ignore[call-arg]
-    one, two = Example("n", True), Example("n", True)
-    assert one == two and one.pod == {} and one.pod is not two.pod  # a fresh dict each
