@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 import regex
 
 from tests.conftest import FIXTURES, ROOT
@@ -145,23 +144,6 @@ def test_a_user_pattern_with_a_bad_regex_is_still_an_error_at_load(tmp_path: Pat
     errors = load_patterns([tmp_path]).errors
     assert any("invalid regular expression" in str(e) and "bad.yaml" in str(e)
                for e in errors), errors
-
-
-def test_the_pattern_cache_follows_the_files(tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    """Parsed pattern documents are cached by the files' content: an edited file is read
-    as edited, never from the cache."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    extra = tmp_path / "patterns"
-    extra.mkdir()
-    text = ("id: my-pattern\nseverity: warning\ntitle: first\nstep: 2\nremediation: r\n"
-            "when:\n  log:\n    regex: 'first'\n")
-    (extra / "mine.yaml").write_text(text)
-    assert load_patterns([extra]).by_id()["my-pattern"].title == "first"
-    assert list((tmp_path / "cache" / "vllm-triage").glob("patterns-*.json"))
-    assert load_patterns([extra]).by_id()["my-pattern"].title == "first"  # from the cache
-    (extra / "mine.yaml").write_text(text.replace("first", "second"))
-    assert load_patterns([extra]).by_id()["my-pattern"].title == "second"
 
 
 _CODE_PROBE = """

@@ -10,11 +10,8 @@ others still run.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
-import json
 from collections.abc import Iterable
-from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,7 +57,6 @@ from triage.rules.language import (
     RootCauseLeaf,
 )
 from triage.speed import lazyregex
-from triage.speed.cache import cache_dir, write_atomically
 from triage.speed.lazyregex import LazyRegex
 from triage.vllm.metrics import METRICS
 
@@ -559,68 +555,18 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-_UNPARSED = object()
-
-
-def parse_pattern(text: str, source: str, lazy: bool = False, data: Any = _UNPARSED
-                  ) -> Pattern:
+def parse_pattern(text: str, source: str, lazy: bool = False) -> Pattern:
     """One pattern file; ``lazy``: its regexes are compiled on first use (a shipped file,
-    whose regexes the tests compile), else here, so that a mistake is a PatternError.
-    ``data``: the file's YAML already parsed (``_parsed_documents``)."""
+    whose regexes the tests compile), else here, so that a mistake is a PatternError."""
     reader = _Reader(source, lazy)
-    if data is _UNPARSED:
-        try:
-            data = yaml.load(text, Loader=_YAML_LOADER)  # a SafeLoader: no arbitrary objects
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f"line {mark.line + 1}" if mark is not None else "(file)"
-            problem = getattr(exc, "problem", exc)
-            raise PatternError(source, where, f"not valid YAML: {problem}") from None
+    try:
+        data = yaml.load(text, Loader=_YAML_LOADER)  # a SafeLoader: no arbitrary objects
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else "(file)"
+        problem = getattr(exc, "problem", exc)
+        raise PatternError(source, where, f"not valid YAML: {problem}") from None
     return reader.pattern(data)
-
-
-# --- the parsed pattern files, cached by their content ------------------------------------
-# Parsing the shipped files' YAML (270 KB, most of it whole-rule examples) was a tenth
-# of a small analyze's start-up; the same documents as JSON load twenty times faster.
-# The cache is keyed by every file's name and bytes, PyYAML's version and loader and
-# this schema: an edited file, a new file or another PyYAML is a new key. Plain data
-# only (JSON, never pickle): a cache file can at worst hold wrong data for its key, and
-# a document JSON does not give back exactly (dates, non-string keys) is not cached.
-_CACHE_SCHEMA = "vllm-triage/pattern-documents/v1"
-_CACHE_KEEP = 8  # files kept: a few pattern sets (versions, --patterns dirs) side by side
-
-
-def _parsed_documents(files: list[tuple[Path, str]]) -> dict[str, Any]:
-    """File name -> its parsed YAML, for each of ``files`` that is valid YAML (the others
-    are parsed again by parse_pattern, which reports them); from the cache when these
-    exact texts were parsed before, else parsed and cached."""
-    digest = hashlib.sha256(f"{_CACHE_SCHEMA}\0{yaml.__version__}\0"
-                            f"{_YAML_LOADER.__name__}\0".encode())
-    for path, text in files:
-        digest.update(f"{path.name}\0{len(text)}\0{text}\0".encode("utf-8", "surrogatepass"))
-    cache = cache_dir() / f"patterns-{digest.hexdigest()[:40]}.json"
-    with suppress(OSError, ValueError):
-        cached = json.loads(cache.read_text(encoding="utf-8"))
-        if isinstance(cached, dict):
-            return cached
-    out: dict[str, Any] = {}
-    for path, text in files:
-        with suppress(yaml.YAMLError):
-            out[path.name] = yaml.load(text, Loader=_YAML_LOADER)
-    with suppress(OSError, ValueError, TypeError, RecursionError):
-        encoded = json.dumps(out)
-        if json.loads(encoded) == out:  # exactly what YAML gave, or not cached
-            _write_cache(cache, encoded)
-    return out
-
-
-def _write_cache(cache: Path, encoded: str) -> None:
-    write_atomically(cache, encoded.encode("utf-8"))
-    kept = sorted(cache.parent.glob("patterns-*.json"), key=lambda p: p.stat().st_mtime,
-                  reverse=True)
-    for old in kept[_CACHE_KEEP:]:
-        with suppress(OSError):
-            old.unlink()
 
 
 def builtin_dir() -> Path:
@@ -666,19 +612,15 @@ def load_patterns(extra_dirs: Iterable[Path] = (), check_builtin: bool = False) 
             errors.append(PatternError(str(directory), "(directory)", "not a directory"))
             continue
         lazy = directory == shipped and not check_builtin
-        files: list[tuple[Path, str]] = []
         for path in sorted(directory.glob("*.y*ml")):
             try:
-                files.append((path, path.read_text(encoding="utf-8")))
-            except (OSError, UnicodeDecodeError) as exc:
-                errors.append(PatternError(_display(path), "(file)", f"unreadable: {exc}"))
-        documents = _parsed_documents(files)
-        for path, text in files:
-            try:
-                pattern = parse_pattern(text, _display(path), lazy,
-                                        documents.get(path.name, _UNPARSED))
+                text = path.read_text(encoding="utf-8")
+                pattern = parse_pattern(text, _display(path), lazy)
             except PatternError as exc:
                 errors.append(exc)
+                continue
+            except (OSError, UnicodeDecodeError) as exc:
+                errors.append(PatternError(_display(path), "(file)", f"unreadable: {exc}"))
                 continue
             by_id[pattern.id] = pattern
     return resolve(by_id, errors)
