@@ -146,53 +146,6 @@ def test_a_user_pattern_with_a_bad_regex_is_still_an_error_at_load(tmp_path: Pat
                for e in errors), errors
 
 
-_CODE_PROBE = """
-import json, sys
-import regex
-from triage.speed import lazyregex
-calls = []
-real = regex.compile
-regex.compile = lambda *a, **k: calls.append(a) or real(*a, **k)
-patterns = [(r"(?i)(?P<what>CUDA) out of memory\\b.*?(\\d+\\.\\d+) GiB", 0),
-            (r"^ERROR .*$", regex.MULTILINE), (r"a(?s).b", 0), (r"[\\u2580-\\u259f]+", 0)]
-texts = ["torch.OutOfMemoryError: cuda OUT of memory. Tried 0.16 GiB", "x\\nERROR boom\\n",
-         "a\\nb", "|\\u2588\\u2588 |"]
-out = []
-for p, f in patterns:
-    rx = lazyregex.compile(p, f)
-    out.append([int(rx.flags), dict(rx.groupindex),
-                [[m.span(), m.groups()] for t in texts for m in rx.finditer(t)]])
-print(json.dumps({"rows": out, "compiles": len(calls)}))
-"""
-
-
-def test_compiled_code_kept_between_runs_gives_the_same_patterns(tmp_path: Path) -> None:
-    """The opcodes `regex` compiled in one run are handed to its engine directly in the
-    next (no parse): the patterns behave exactly as freshly compiled ones, and a damaged
-    file is a plain compile."""
-    env = {"XDG_CACHE_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
-
-    def run() -> Any:
-        proc = subprocess.run([sys.executable, "-c", _CODE_PROBE], cwd=str(ROOT), env=env,
-                              capture_output=True, text=True, timeout=120, check=True)
-        return json.loads(proc.stdout)
-
-    first = run()
-    fresh = first["rows"]
-    kept = list((tmp_path / "vllm-triage").glob("regex-*.marshal"))
-    assert len(kept) == 1 and kept[0].stat().st_size > 0
-    again = run()
-    assert again["rows"] == fresh
-    assert again["compiles"] == first["compiles"] - 4  # the four from the kept code, no parse
-    kept[0].write_bytes(b"\x00not marshal")
-    assert run() == first
-    expected = [[int(regex.compile(p, f).flags)] for p, f in
-                [(r"(?i)(?P<what>CUDA) out of memory\b.*?(\d+\.\d+) GiB", 0),
-                 (r"^ERROR .*$", regex.MULTILINE), (r"a(?s).b", 0), (r"[\u2580-\u259f]+", 0)]]
-    assert [row[:1] for row in fresh] == expected
-    assert fresh[0][2] and fresh[1][2] and fresh[2][2] and fresh[3][2]  # each one matched
-
-
 def test_importing_the_analysis_compiles_almost_nothing(tmp_path: Path) -> None:
     """Module constants (the facts', selection's, the log engine's fact queries with
     MULTILINE) compile on first use: importing everything analyze needs compiled 180

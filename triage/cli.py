@@ -34,13 +34,9 @@ _GC_PAUSED = _is_the_program() and gc.isenabled()
 if _GC_PAUSED:
     gc.disable()
 if _is_the_program():
-    # The standard library's re compiles at import (PyYAML's, json's): from code kept
-    # between runs (triage/recache.py).
     from triage.logs import heap
-    from triage.speed import recache
 
-    recache.install()
-    heap.allow()  # big logs' blocks reuse the C heap (triage/heap.py)
+    heap.allow()  # big logs' blocks reuse the C heap (triage/logs/heap.py)
 
 import atexit  # noqa: E402
 import os  # noqa: E402

@@ -1,15 +1,12 @@
 """The tool's own files between runs: ``$XDG_CACHE_HOME/vllm-triage``, else
-``~/.cache/vllm-triage`` (parsed pattern files, compiled regexes and prefilters,
+``~/.cache/vllm-triage`` (parsed pattern files, the log engine's prefilters and
 Hyperscan databases). Every one is derived again when absent or unreadable."""
 
 from __future__ import annotations
 
-import marshal
 import os
-import threading
 from contextlib import suppress
 from pathlib import Path
-from typing import Any
 
 
 def cache_dir() -> Path:
@@ -34,31 +31,3 @@ def write_atomically(path: Path, data: bytes) -> None:
             with suppress(OSError):
                 os.unlink(tmp)
             raise
-
-
-def read_own(path: Path) -> Any:
-    """A marshalled cache file's content, if this user alone can have written it (what is
-    read may be code that runs or opcodes handed to a C engine: a ``.pyc``'s trust)."""
-    with open(path, "rb") as fh:
-        info = os.fstat(fh.fileno())
-        if info.st_uid != os.getuid() or info.st_mode & 0o022:
-            raise PermissionError(f"{path}: not this user's own")
-        return marshal.loads(fh.read())
-
-
-class CompileRecorder:
-    """A regex engine's C module (``_sre``, or ``regex``'s ``_regex``) as its Python
-    compiler sees it: everything passes through, and the arguments of this thread's last
-    compile are noted in ``seen.args``, the opcodes a code cache keeps."""
-
-    def __init__(self, real: Any) -> None:
-        self.real = real
-        self.seen = threading.local()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.real, name)
-
-    def compile(self, *args: Any) -> Any:
-        out = self.real.compile(*args)
-        self.seen.args = args
-        return out
