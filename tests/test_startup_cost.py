@@ -30,11 +30,10 @@ from triage.speed.lazyregex import LazyRegex
 
 # Modules analyze -o json has no use for: other commands' implementations (lint, watch,
 # the live collector with the kubernetes client), the other writers (the HTML page and
-# its charts, the table's rich), typer and click (a plainly written analyze is parsed
-# without them: triage/commands/offline.py), the archive modules (a fixture is a directory).
+# its charts, the table's rich), the archive modules (a fixture is a directory).
 NOT_FOR_ANALYZE = (
     "kubernetes", "urllib3", "httpx", "prometheus_client", "pydantic", "pydantic_core", "rich",
-    "typer", "click", "tarfile", "gzip", "zipfile",
+    "tarfile", "gzip", "zipfile",
     "triage.collect.live", "triage.collect.prometheus", "triage.lint.manifests",
     "triage.lint.sourcemap", "triage.writers.html", "triage.writers.svg", "triage.writers.table",
     "triage.writers.markdown", "triage.lint.report", "triage.lint.writers",
@@ -81,8 +80,9 @@ def test_why_analyze_imports_only_what_it_uses(tmp_path: Path) -> None:
     loaded = [m for m in probe["modules"]
               if any(m == bad or m.startswith(bad + ".") for bad in NOT_FOR_ANALYZE)]
     assert loaded == [], loaded
-    # 251 with typer, 207 before the package faces of the tree (speed, kube, vllm, ...)
-    assert len(probe["modules"]) <= 220, len(probe["modules"])
+    # 252 with typer 0.28 (its own copy of click included: 31 modules), 213 when analyze
+    # was parsed without typer.
+    assert len(probe["modules"]) <= 265, len(probe["modules"])
     # The pattern files' regexes compile on first use (after the log prefilter); a few
     # dozen run on this pod, not the few hundred the files hold.
     shipped = {leaf.pattern for p in load_patterns().patterns for leaf in _regexes(p)}

@@ -2,9 +2,9 @@
 
 This module is the entry point: the application is assembled in
 ``triage/commands/app.py`` (each command in its own module under ``triage/commands/``,
-what they share in ``triage/commands/common.py``); a plainly written ``analyze`` runs
-without typer (``triage/commands/offline.py``). Adding a command is a module there and
-one line in ``app.COMMANDS``.
+what they share in ``triage/commands/common.py``, their options in
+``triage/commands/options.py``). Adding a command is a module there and one line in
+``app.COMMANDS``.
 
 Exit codes (a public contract): 0 nothing failing; 1 a checklist step is
 ``fail`` or a finding is critical; 2 usage error or unreadable input; 3 the
@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from triage.commands.common import (
+    COMPLETE_VAR,
     Terminated,
     install_signal_handlers,
     write_atomically,
 )
-from triage.commands.flags import COMPLETE_VAR
 
 if TYPE_CHECKING:
     import typer
@@ -85,11 +85,6 @@ def main() -> None:
         raise SystemExit(completion.answer_shell(build_app(), prog))
     with suppress(ValueError):  # not the main thread (embedded): leave signals alone
         install_signal_handlers()
-    from triage.commands import offline
-
-    code = offline.main(sys.argv[1:])
-    if code is not None:
-        raise SystemExit(code)
     from triage.commands.app import build_app
 
     build_app(_invoked(sys.argv[1:]))(prog_name=prog)

@@ -1,7 +1,7 @@
 """The typer application: every command, or only the one being run.
 
-``triage/cli.py`` is the entry point; it builds this only when typer has to parse the
-command line (``analyze``, plainly written, is parsed without it: ``offline.py``).
+``triage/cli.py`` is the entry point; it builds this with the command the arguments name,
+so that the other commands' modules are not imported.
 """
 
 from __future__ import annotations
