@@ -400,31 +400,6 @@ def test_a_malformed_wordings_file_says_where(tmp_path: Path) -> None:
     assert [e.problem.startswith("not valid YAML") for e in wordings.read(path)[1]] == [True]
 
 
-def test_the_wordings_cache_follows_the_file(tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    """Read from the cache once parsed and checked (no YAML parse at start-up), as edited
-    when the file changes, and checked again when the cache file is damaged."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    path = tmp_path / WORDINGS_FILE
-    path.write_text("- {name: first, regex: a, means: m, source: s}\n")
-    assert list(wordings.read(path)[0]) == ["first"]
-    assert list((tmp_path / "cache" / "vllm-triage").glob("wordings-*.json"))
-
-    def no_parse(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("parsed again")
-
-    monkeypatch.setattr(yaml, "load", no_parse)
-    assert list(wordings.read(path)[0]) == ["first"]  # from the cache
-    monkeypatch.undo()
-    for cached in (tmp_path / "cache" / "vllm-triage").glob("wordings-*.json"):
-        cached.write_text('{"wordings": 3}')  # damaged: the text is checked again
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    assert list(wordings.read(path)[0]) == ["first"]
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    path.write_text("- {name: second, regex: a, means: m, source: s}\n")
-    assert list(wordings.read(path)[0]) == ["second"]
-
-
 def test_composed_wordings_keep_their_groups_and_their_own_flags() -> None:
     """either() puts each wording in a group of its own: a wording's inline flags stay its
     own and its groups keep their order (VERSION reads major and minor from either)."""

@@ -16,7 +16,6 @@ from typing import Any, TypeVar, overload
 
 from triage.fixes.language import FixCase
 from triage.results import Severity, Verdict
-from triage.rules.node import node
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL", "NONE")
 # By default a log leaf ignores lines that vLLM itself logged at INFO/DEBUG:
@@ -36,7 +35,7 @@ COMPARISONS = ("equals", "not_equals", "in", "not_in", "regex", *NUMERIC_OPS, "b
 EVENT_ABOUT = ("pod", "owner", "any")
 
 
-@node
+@dataclass(frozen=True)
 class Comparison:
     """How a leaf's value is compared (an operator and a value)."""
 
@@ -59,7 +58,7 @@ class Comparison:
             return None
 
 
-@node
+@dataclass(frozen=True)
 class LogLeaf:
     """A log regex, on a stream and at levels."""
 
@@ -70,7 +69,7 @@ class LogLeaf:
     context: int = 1
 
 
-@node
+@dataclass(frozen=True)
 class FieldLeaf:
     """A field of a container, pod or node."""
 
@@ -80,7 +79,7 @@ class FieldLeaf:
     comparison: Comparison | None  # None: display the value when it is set
 
 
-@node
+@dataclass(frozen=True)
 class EventLeaf:
     """A Kubernetes event by reason, message and type."""
 
@@ -90,7 +89,7 @@ class EventLeaf:
     about: str = "pod"
 
 
-@node
+@dataclass(frozen=True)
 class NodeConditionLeaf:
     """A node condition and its status."""
 
@@ -98,7 +97,7 @@ class NodeConditionLeaf:
     status: str = "True"
 
 
-@node
+@dataclass(frozen=True)
 class FactLeaf:
     """A fact, compared or displayed."""
 
@@ -106,7 +105,7 @@ class FactLeaf:
     comparison: Comparison | None  # None: display the fact
 
 
-@node
+@dataclass(frozen=True)
 class MetricLeaf:
     """A derived metric, compared or displayed."""
 
@@ -114,7 +113,7 @@ class MetricLeaf:
     comparison: Comparison | None  # None: display the value when /metrics has it
 
 
-@node
+@dataclass(frozen=True)
 class FindingLeaf:
     """True when one of these findings was raised for the same pod, or (``severity``) any
     finding of at least that severity."""
@@ -123,7 +122,7 @@ class FindingLeaf:
     severity: Severity | None = None
 
 
-@node
+@dataclass(frozen=True)
 class RootCauseLeaf:
     """Always true when a log exists: shows the last error that is not a wrapper."""
 
@@ -131,21 +130,21 @@ class RootCauseLeaf:
     lines: int = 8
 
 
-@node
+@dataclass(frozen=True)
 class AnyOf:
     """True when one child is."""
 
     children: tuple[Condition, ...]
 
 
-@node
+@dataclass(frozen=True)
 class AllOf:
     """True when every child is."""
 
     children: tuple[Condition, ...]
 
 
-@node
+@dataclass(frozen=True)
 class Not:
     """The child's truth, negated."""
 
@@ -158,7 +157,7 @@ Condition = (
 )
 
 
-@node
+@dataclass(frozen=True)
 class Escalation:
     """When ``when`` holds for the container that raised the finding, its step says ``verdict``."""
 
@@ -167,7 +166,7 @@ class Escalation:
     note: str
 
 
-@node
+@dataclass(frozen=True)
 class Example:
     """A whole-rule example: a small snapshot and whether the pattern reports on it."""
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Mapping
-from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,7 +63,6 @@ from triage.rules.language import (
     walk,
 )
 from triage.speed import lazyregex
-from triage.speed.cache import derived_json
 from triage.speed.lazyregex import LazyRegex
 from triage.vllm.metrics import METRICS
 from triage.vllm.wordings import REGEX_FLAGS, WORDINGS_FILE, Wording, shipped_dir
@@ -729,27 +727,22 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-_UNPARSED = object()
-
-
-def parse_pattern(text: str, source: str, lazy: bool = False, data: Any = _UNPARSED,
+def parse_pattern(text: str, source: str, lazy: bool = False,
                   wordings: Mapping[str, Wording] | None = None) -> Pattern:
     """One pattern file; ``lazy``: its regexes are compiled on first use (a shipped file,
     whose regexes the tests compile), else here, so that a mistake is a PatternError.
-    ``data``: the file's YAML already parsed (``_parsed_documents``). ``wordings``: what its
-    log leaves may name (the shipped wordings when not given)."""
-    found = parse_document(text, source, lazy, data, wordings)
+    ``wordings``: what its log leaves may name (the shipped wordings when not given)."""
+    found = parse_document(text, source, lazy, wordings)
     if isinstance(found, CausePattern):
         raise PatternError(source, "scope", "a cluster pattern is a cause, not a finding")
     return found
 
 
-def parse_document(text: str, source: str, lazy: bool = False, data: Any = _UNPARSED,
+def parse_document(text: str, source: str, lazy: bool = False,
                    wordings: Mapping[str, Wording] | None = None) -> Pattern | CausePattern:
     """One pattern file: a finding's pattern, or a cause (``scope: cluster``)."""
     reader = _Reader(source, lazy, wordings)
-    if data is _UNPARSED:
-        data = _yaml(text, source)
+    data = _yaml(text, source)
     if isinstance(data, dict) and data.get("scope") == "cluster":
         return reader.cause_pattern(data)
     return reader.pattern(data)
@@ -807,35 +800,6 @@ def read_checklist(text: str, source: str, base: Checklist | None = None) -> Che
     return Checklist(titles, settings)
 
 
-# --- the parsed pattern files, cached by their content ------------------------------------
-# Parsing the shipped files' YAML (270 KB, most of it whole-rule examples) was a tenth
-# of a small analyze's start-up; the same documents as JSON load twenty times faster.
-# The cache is keyed by every file's name and bytes, PyYAML's version and loader and
-# this schema: an edited file, a new file or another PyYAML is a new key. Plain data
-# only (JSON, never pickle): a cache file can at worst hold wrong data for its key, and
-# a document JSON does not give back exactly (dates, non-string keys) is not cached.
-_CACHE_SCHEMA = "vllm-triage/pattern-documents/v1"
-_CACHE_KEEP = 8  # files kept: a few pattern sets (versions, --patterns dirs) side by side
-
-
-def _parsed_documents(files: list[tuple[Path, str]]) -> dict[str, Any]:
-    """File name -> its parsed YAML, for each of ``files`` that is valid YAML (the others
-    are parsed again by parse_pattern, which reports them); from the cache when these
-    exact texts were parsed before, else parsed and cached."""
-    def parse() -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for path, text in files:
-            with suppress(yaml.YAMLError):
-                out[path.name] = yaml.load(text, Loader=_YAML_LOADER)
-        return out
-
-    parts = [_CACHE_SCHEMA, yaml.__version__, _YAML_LOADER.__name__]
-    for path, text in files:
-        parts += [path.name, text]
-    found = derived_json("patterns", parts, parse, _CACHE_KEEP)
-    return found if isinstance(found, dict) else parse()
-
-
 @functools.cache
 def shipped_checklist() -> Checklist:
     """The shipped patterns/checklist.yaml alone (whole-rule examples and tests read its
@@ -884,7 +848,6 @@ def load_patterns(extra_dirs: Iterable[Path] = (), check_builtin: bool = False) 
             errors.append(PatternError(str(directory), "(directory)", "not a directory"))
             continue
         lazy = directory == shipped and not check_builtin
-        files: list[tuple[Path, str]] = []
         for path in sorted(directory.glob("*.y*ml")):
             if path.name in DATA_FILES and path.name != CHECKLIST_FILE:
                 continue  # data beside the patterns, read by its own reader
@@ -898,13 +861,9 @@ def load_patterns(extra_dirs: Iterable[Path] = (), check_builtin: bool = False) 
                     checklist = read_checklist(text, _display(path), checklist)
                 except PatternError as exc:
                     errors.append(exc)
-            else:
-                files.append((path, text))
-        documents = _parsed_documents(files)
-        for path, text in files:
+                continue
             try:
-                found = parse_document(text, _display(path), lazy,
-                                       documents.get(path.name, _UNPARSED), table)
+                found = parse_document(text, _display(path), lazy, table)
             except PatternError as exc:
                 errors.append(exc)
                 continue

@@ -7,16 +7,10 @@ time, although most of them never run on a given input.
 
 from __future__ import annotations
 
-import atexit
-import marshal
 import re
-import threading
-from pathlib import Path
 from typing import Any, cast
 
 import regex
-
-from triage.speed.cache import CompileRecorder, cache_dir, read_own, write_atomically
 
 
 class LazyRegex:
@@ -39,7 +33,7 @@ class LazyRegex:
     def compiled(self) -> Any:
         if self._compiled is None:
             try:
-                self._compiled = _compile(self.pattern, self._flags)
+                self._compiled = regex.compile(self.pattern, self._flags)
             except regex.error as exc:
                 raise ValueError(f"invalid regular expression {self.pattern!r}: {exc}") from None
         return self._compiled
@@ -123,75 +117,3 @@ def _implied_flags(flags: int) -> int:
     if flags not in _IMPLIED:
         _IMPLIED[flags] = int(regex.compile("", flags).flags)
     return _IMPLIED[flags]
-
-
-# --- compiled code, kept between runs ----------------------------------------------------
-#
-# `regex` parses and compiles a pattern in Python (a few milliseconds each) and hands the
-# result, a list of opcodes, to its C engine. The opcodes of the patterns compiled lazily
-# are kept in the user's cache directory (beside the log engine's Hyperscan databases),
-# keyed by `regex`'s version, the pattern and its flags, so the next run hands them to the
-# C engine directly. Anything unexpected (another `regex`, a damaged file) is a plain
-# compile.
-
-_CODE: dict[tuple[str, int], tuple[Any, ...]] | None = None
-_NEW: dict[tuple[str, int], tuple[Any, ...]] = {}
-_LOCK = threading.Lock()
-
-
-def _code_file() -> Path:
-    version = regex.__version__.replace("/", "_")
-    return cache_dir() / f"regex-{version}-v{int(regex.DEFAULT_VERSION)}.marshal"
-
-
-def _load_code() -> dict[tuple[str, int], tuple[Any, ...]]:
-    global _CODE
-    if _CODE is None:
-        try:
-            loaded = read_own(_code_file())
-            _CODE = {(p, int(f)): tuple(a) for (p, f), a in loaded.items()}
-        except Exception:  # absent, damaged, or from another Python
-            _CODE = {}
-    return _CODE
-
-
-def _engine() -> CompileRecorder:
-    from regex import _main
-
-    current = _main._regex
-    if not isinstance(current, CompileRecorder):
-        current = _main._regex = CompileRecorder(current)
-    return current
-
-
-def _compile(pattern: str, flags: int) -> Any:
-    key = (pattern, int(flags))
-    with _LOCK:
-        args = _load_code().get(key) or _NEW.get(key)
-        engine = _engine()
-    if args is not None:
-        try:
-            return engine.real.compile(*args)
-        except Exception:  # not what this `regex` expects: compile it
-            pass
-    engine.seen.args = None
-    compiled = regex.compile(pattern, flags)
-    seen = getattr(engine.seen, "args", None)
-    if seen is not None and not seen[5] and not seen[6]:  # no named lists
-        record = tuple(int(a) if isinstance(a, int) else a for a in seen)  # flags are enums
-        try:
-            marshal.dumps(record)
-        except ValueError:
-            return compiled
-        with _LOCK:
-            if not _NEW:
-                atexit.register(_save_code)
-            _NEW[key] = record
-    return compiled
-
-
-def _save_code() -> None:
-    """Add this run's compiles to the file (replaced atomically; a read-only home is fine)."""
-    with _LOCK:
-        merged = {**_load_code(), **_NEW}
-    write_atomically(_code_file(), marshal.dumps(merged))

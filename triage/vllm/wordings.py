@@ -14,21 +14,20 @@ level/date/file prefix, ``[rank0]:``, ANSI colours and tqdm's carriage returns a
 log engine's (``triage.logs``), and the shape of an error line in any program's log is
 the root cause's (``triage.rules.evaluate``).
 
-The facts build their log queries when they are imported, so the file is read then, once:
-from the tool's cache when this exact text was parsed before (YAML parsing at every
-start would cost more than the rest of reading it).
+The facts build their log queries when they are imported, so the file is read then, once.
 """
 
 from __future__ import annotations
 
 import importlib.util
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 import regex as _regex
+import yaml
 
 from triage.speed import lazyregex
-from triage.speed.cache import derived_json
 
 # Every regex of a wording or a pattern file is compiled so: the `regex` module's
 # version 1 (scoped inline flags, nested sets), ^ and $ at each line of a message.
@@ -37,26 +36,17 @@ WORDINGS_FILE = "wordings.yaml"  # beside the patterns, in the shipped directory
 _KEYS = ("name", "regex", "means", "source")
 _NAME_START = frozenset("abcdefghijklmnopqrstuvwxyz")
 _NAME_CHARS = _NAME_START | frozenset("0123456789_")
-_SCHEMA = "vllm-triage/wordings/v2"
 
 
+@dataclass(frozen=True, slots=True)
 class Wording:
-    """One text as the software prints it: its name, regex, meaning and source. A plain
-    class: a dataclass costs its generated methods at every start, and this one is made
-    when the facts are imported."""
+    """One text as the software prints it: its name, regex, meaning and source."""
 
-    __slots__ = ("means", "name", "origin", "regex", "source")
-
-    def __init__(self, name: str, regex: str, means: str, source: str,
-                 origin: str = "") -> None:
-        self.name = name
-        self.regex = regex
-        self.means = means
-        self.source = source
-        self.origin = origin  # the file it was read from, as the user named it
-
-    def __repr__(self) -> str:
-        return f"Wording({self.name!r}, {self.regex!r}, from {self.origin or 'its file'})"
+    name: str
+    regex: str
+    means: str
+    source: str
+    origin: str = ""  # the file it was read from, as the user named it
 
 
 class WordingError(ValueError):
@@ -94,12 +84,7 @@ def read(path: Path, origin: str | None = None) -> tuple[dict[str, Wording], lis
         content = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         return {}, [WordingError(where, "(file)", f"unreadable: {exc}")]
-    # Parsed and checked once per text: the cache holds the entries and the problems.
-    checked = derived_json("wordings", (_SCHEMA, path.name, content), lambda: _check(content))
-    try:
-        return _built(checked, where)
-    except (KeyError, TypeError, ValueError):  # a damaged cache file: check the text again
-        return _built(_check(content), where)
+    return _built(_check(content), where)
 
 
 def _built(checked: dict[str, list[list[str]]], origin: str
@@ -112,8 +97,6 @@ def _built(checked: dict[str, list[list[str]]], origin: str
 def _check(content: str) -> dict[str, list[list[str]]]:
     """A wordings file's entries (name, regex, means, source) and its problems (where,
     what), as plain data."""
-    import yaml  # only when this text was not parsed before
-
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
         data = yaml.load(content, Loader=loader)  # a SafeLoader: no arbitrary objects
