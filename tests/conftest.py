@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
-from tests.kubeapi import KubeAPIServer, write_kubeconfig
+from tests.support.kubeapi import KubeAPIServer, write_kubeconfig
 
 # Property and fuzz tests (hypothesis): a modest number of examples in the
 # default run so the suite stays quick on two cores; HYPOTHESIS_PROFILE=deep
@@ -90,7 +90,7 @@ def replayer(tmp_path: Path) -> Any:
 @pytest.fixture(scope="session")
 def backfilled(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """scenario -> a directory of TSDB blocks holding its history (made once per session)."""
-    from tests.promserver import backfill
+    from tests.support.promserver import backfill
 
     made: dict[str, Path] = {}
 
@@ -111,7 +111,7 @@ def replay_with_prometheus(fixture: str, tmp_path: Path, blocks: Path | None,
     them behind the fixture's Prometheus Service (incident.yaml ``prometheus.service``)."""
     import shutil
 
-    from tests.promserver import prometheus
+    from tests.support.promserver import prometheus
 
     with replay(fixture, tmp_path, token=token) as (server, kubeconfig):
         if blocks is None:
