@@ -1,6 +1,5 @@
-"""Issue 16, "Pods that read as nothing failing": init containers, native sidecars and pods
-without containerStatuses are triaged like any container, and the steps say what they
-looked at."""
+"""Init containers, native sidecars and pods without containerStatuses are triaged like
+any container, never read as nothing failing, and the steps say what they looked at."""
 
 from __future__ import annotations
 

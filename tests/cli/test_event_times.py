@@ -1,5 +1,5 @@
-"""Issue 16, "Events": joined by involvedObject.uid, events.k8s.io series honoured, and
-times in the future flagged as clock skew in the evidence."""
+"""Events are joined to their pod by involvedObject.uid, events.k8s.io series are
+honoured, and times in the future are flagged as clock skew in the evidence."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Issue 17: one evidence line per fact. The same evidence of several pods of one
-workload is said once for the workload, in every writer; the suggestion to measure a
-window (--prometheus auto) is never among the lines a table leaves out."""
+"""One evidence line per fact. The same evidence of several pods of one workload is said
+once for the workload, in every writer; the suggestion to measure a window
+(--prometheus auto) is never among the lines a table leaves out."""
 
 from __future__ import annotations
 

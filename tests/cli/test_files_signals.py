@@ -1,9 +1,8 @@
-"""Issue 11 point 10: report files are replaced atomically, and an interrupted run cleans up.
+"""An interrupted run cleans up, and ``--output-file`` replaces its target atomically.
 
-Before: ``--output-file`` truncated the target in place and followed a
-symbolic link there (a kill mid-write left the previous report empty), and
-SIGTERM left the kubernetes client's decoded client key (and bundle
-extraction directories) in the temp folder.
+SIGTERM mid-scan leaves neither the kubernetes client's decoded client key nor
+bundle extraction directories in the temp folder; a signal a finaliser swallowed
+is delivered again.
 """
 
 from __future__ import annotations
@@ -22,36 +21,9 @@ import yaml
 from tests.conftest import ROOT, replay, run_cli
 from tests.support.fixturekit import copy_fixture
 from tests.support.kubeapi import TLSFiles
-from triage import cli
 
 
-def test_point_10_write_replaces_a_symlink_instead_of_following_it(tmp_path: Path) -> None:
-    elsewhere = tmp_path / "elsewhere.txt"
-    elsewhere.write_text("not yours to overwrite")
-    target = tmp_path / "report.md"
-    target.symlink_to(elsewhere)
-    cli.write_atomically(target, b"# report\n")
-    assert not target.is_symlink() and target.read_text() == "# report\n"
-    assert elsewhere.read_text() == "not yours to overwrite"
-
-
-def test_point_10_interrupted_write_keeps_the_previous_report(tmp_path: Path,
-                                                              monkeypatch: pytest.MonkeyPatch
-                                                              ) -> None:
-    target = tmp_path / "report.json"
-    target.write_text("previous report")
-
-    def killed(*_args: object) -> None:
-        raise cli.Terminated
-
-    monkeypatch.setattr(os, "fsync", killed)
-    with pytest.raises(cli.Terminated):
-        cli.write_atomically(target, b"new report" * 1000)
-    assert target.read_text() == "previous report"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json"]  # no temp file left
-
-
-def test_point_10_output_file_through_the_cli(tmp_path: Path) -> None:
+def test_output_file_through_the_cli(tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere.txt"
     elsewhere.write_text("keep me")
     target = tmp_path / "out" / "report.json"
@@ -67,7 +39,7 @@ def test_point_10_output_file_through_the_cli(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("sig", "code", "word"), [(signal.SIGTERM, 143, "terminated"),
                                                    (signal.SIGINT, 130, "interrupted")])
-def test_point_10_signal_mid_scan_removes_the_decoded_client_key(tmp_path: Path, sig: int,
+def test_signal_mid_scan_removes_the_decoded_client_key(tmp_path: Path, sig: int,
                                                                  code: int, word: str) -> None:
     temp = tmp_path / "tmp"
     temp.mkdir()
@@ -110,7 +82,7 @@ def test_point_10_signal_mid_scan_removes_the_decoded_client_key(tmp_path: Path,
 
 @pytest.mark.parametrize(("sig", "caught"), [("SIGTERM", "Terminated"),
                                              ("SIGINT", "KeyboardInterrupt")])
-def test_point_10_a_signal_a_finaliser_swallowed_is_delivered_again(sig: str, caught: str) -> None:
+def test_a_signal_a_finaliser_swallowed_is_delivered_again(sig: str, caught: str) -> None:
     # CI caught this: SIGTERM arrived while the regex compiler ran one of its
     # parse nodes' __del__; Python printed "Exception ignored" and the scan went on.
     script = f"""

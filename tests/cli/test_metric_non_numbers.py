@@ -1,6 +1,7 @@
-"""Issue 16, "Prometheus": a histogram without +Inf is unknown with the reason, never a
-pass; after an oversized answer or a timeout the other queries are not sent; NaN and Inf
-are named as such, not read as "no vLLM series"."""
+"""Metrics that are not plain numbers, end to end: a histogram without +Inf is unknown
+with the reason, never a pass; after an oversized answer or a timeout the other
+Prometheus queries are not sent; NaN and Inf are named as such, not read as "no vLLM
+series"."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from tests.cli.test_prometheus import AT, NAME
-from tests.conftest import FIXTURES, replay, run_cli
+from tests.conftest import replay, run_cli
 from tests.support.fixturekit import copy_fixture
 
 HEALTHY = "well-sized-healthy"
@@ -81,21 +82,6 @@ def test_why_prometheus_duplicate_samples_are_malformed_not_summed(tmp_path: Pat
                'vllm:e2e_request_latency_seconds_bucket{engine="0",le="0.3",'
                'model_name="Qwen/Qwen3-8B"} twice in one page (Prometheus rejects such a '
                "scrape)" in e for e in step["evidence"]), step
-
-
-def test_prometheus_duplicate_counter_sample_is_named(tmp_path: Path) -> None:
-    """A counter's samples twice: the parser gives each line a family of its own, which
-    read as no counter at all; now the counter is unknown, named."""
-    from triage.vllm.metrics import parse_metrics
-
-    page = next((FIXTURES / HEALTHY / "metrics").rglob("*.txt")).read_text()
-    doubled = "".join(line * 2 if line.startswith("vllm:request_success_total") else line
-                      for line in page.splitlines(keepends=True))
-    assert "requests_finished" in parse_metrics(page).derived()
-    view = parse_metrics(doubled)
-    assert "requests_finished" not in view.derived()
-    assert "twice in one page" in view.problems()["requests_finished"]
-    assert parse_metrics(page).problems() == {}
 
 
 class _Answers(BaseHTTPRequestHandler):

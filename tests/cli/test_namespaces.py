@@ -1,4 +1,4 @@
-"""Issue 17 point 1: a wrong namespace or context is never "all clear".
+"""A wrong namespace or context is never "all clear".
 
 A real API server lists the pods of a namespace that does not exist as an
 empty list (200); only GET /api/v1/namespaces/NAME says 404. The scan asks

@@ -1,4 +1,4 @@
-"""Issue 17 point 6: the CLI's small cuts.
+"""The CLI's options, help and completion.
 
 collect names its bundle with --output-file (a report format after -o is an
 error, not a file called "json"); help shows kubectl-style metavars and the
@@ -10,7 +10,6 @@ for bash, zsh and fish, and kubectl's plugin completion executable.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -173,9 +172,3 @@ def test_kubectl_plugin_completion_through_the_real_kubectl(tmp_path: Path) -> N
     commands = [line.split("\t")[0] for line in complete("")]
     assert {"scan", "collect", "analyze", "patterns"} <= set(commands)
     assert complete("scan", "--kubeconfig", "")[-1] == ":0"  # kubectl completes file names
-
-
-def test_console_scripts_are_declared() -> None:
-    text = (ROOT / "pyproject.toml").read_text()
-    assert 'kubectl_complete-vllm_triage = "triage.cli:kubectl_complete"' in text
-    assert shutil.which("kubectl_complete-vllm_triage") or True  # installed by pip install

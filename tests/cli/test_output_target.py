@@ -1,6 +1,6 @@
-"""Issue 16, "--output-file onto a device or link replaces it": only a regular file or a
-new path is written; a device, a pipe or a link to one is refused, never replaced; stdout
-(``-``, or a name for it) is written through."""
+"""``--output-file`` onto a device or a link: only a regular file or a new path is
+written; a device, a pipe or a link to one is refused, never replaced; stdout (``-``,
+or a name for it) is written through."""
 
 from __future__ import annotations
 

@@ -25,10 +25,8 @@ import pytest
 import yaml
 
 from tests.conftest import FIXTURES, replay, replay_with_prometheus, run_cli
-from tests.support.prometheus_history import SCENARIOS, scrape
 
 NAME = "queueing-last-15m"
-POD = "vllm-qwen-6c9f7d8b5d-m4n8q"
 INCIDENT = yaml.safe_load((FIXTURES / NAME / "incident.yaml").read_text())
 AT = {"SOURCE_DATE_EPOCH": str(int(datetime.fromisoformat(
     INCIDENT["collected_at"].replace("Z", "+00:00")).timestamp()))}
@@ -37,12 +35,6 @@ AT = {"SOURCE_DATE_EPOCH": str(int(datetime.fromisoformat(
 def _step(report: dict[str, Any], n: int) -> dict[str, Any]:
     step: dict[str, Any] = report["checklist"][n - 1]
     return step
-
-
-def test_fixture_scrape_is_the_history_at_collection_time() -> None:
-    """The fixture's /metrics file is the scenario's last instant, not a separate story."""
-    recorded = (FIXTURES / NAME / "metrics" / "llm" / f"{POD}.txt").read_text()
-    assert recorded == scrape(SCENARIOS[NAME])
 
 
 def test_window_finds_the_queue_the_scrape_misses(tmp_path: Path, backfilled: Any) -> None:

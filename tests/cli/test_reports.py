@@ -20,7 +20,6 @@ from tests.conftest import FIXTURES, fixture_names, replay, run_cli
 from triage.results import Report
 from triage.writers import html as html_writer
 from triage.writers import markdown as md_writer
-from triage.writers import writers
 from triage.writers.markdown import VERDICT_MARK
 
 VOID = {"meta", "br", "hr", "img", "input", "link", "col", "wbr", "area", "base", "source"}
@@ -114,10 +113,6 @@ def hostile(report: dict[str, Any]) -> dict[str, Any]:
     bad["warnings"] = ["warning <script>bad()</script>"]
     bad["unreadable"] = [{"what": "events <x>", "reason": "403 | Forbidden"}]
     return bad
-
-
-def test_writers_registered() -> None:
-    assert {"table", "json", "markdown", "html"} <= set(writers())
 
 
 @pytest.mark.parametrize("name", fixture_names())

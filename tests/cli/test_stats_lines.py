@@ -1,9 +1,8 @@
-"""Issue 17 point 7: data on hand.
+"""Data on hand: without Prometheus, vLLM's own stats lines say what the server does now.
 
-Without Prometheus, vLLM's own periodic stats lines (every 10 s while it
-serves) say what the server does now: the queue and the KV cache of the last
-two minutes. request-queueing judges from them (its thresholds in the pattern
-file), steps 5 and 7 say what they show, and a step judged from histograms
+vLLM's periodic stats lines (every 10 s while it serves) give the queue and the KV
+cache of the last two minutes. request-queueing judges from them (its thresholds in
+the pattern file), steps 5 and 7 say what they show, and a step judged from histograms
 since start-up suggests --prometheus auto. vllm:cache_config_info
 (num_gpu_blocks x block_size) gives the KV capacity when the logs do not.
 """

@@ -1,4 +1,4 @@
-"""Issue 17 point 3: the table follows the terminal's width, down to 80 columns.
+"""The table follows the terminal's width, down to 80 columns.
 
 The real CLI runs in a pseudo-terminal of 80, 120 and 200 columns (the width
 comes from the terminal, as in a user's shell, colours on) and, separately,
@@ -122,25 +122,6 @@ def test_one_line_per_evidence_item_where_it_fits() -> None:
     lines = check(run.stdout, 200)
     row = next(i for i, line in enumerate(lines) if line.startswith("│  1 │"))
     assert lines[row + 1].startswith("│  2 │"), lines[row:row + 2]
-
-
-def test_a_wrapped_command_still_runs_when_copied() -> None:
-    """Commands wrap only between words, with a backslash: what is copied off the screen
-    is the same command (a hard wrap inside the quoted JSON of -p would break it)."""
-    import shlex
-
-    from triage.writers.table import shell_lines
-
-    command = ("kubectl patch deployment vllm-llama70b -n llm --type strategic -p "
-               "'{\"spec\": {\"template\": {\"spec\": {\"containers\": [{\"name\": \"vllm\"}]}}}}'")
-    lines = shell_lines(command, 40)
-    assert len(lines) > 1
-    assert all(line.endswith(" \\") for line in lines[:-1])
-    # Only a word longer than a line may make one longer.
-    assert all(len(line) <= 40 for line in lines
-               if len(shlex.split(line.removesuffix(" \\"))) > 1)
-    assert shlex.split("\n".join(lines).replace("\\\n", " ")) == shlex.split(command)
-    assert shell_lines("kubectl delete pod -n llm x", 80) == ["kubectl delete pod -n llm x"]
 
 
 @pytest.mark.parametrize("fixture", ["cuda-oom", "probe-kill-vs-crash-while-loading",

@@ -1,7 +1,7 @@
-"""Issue 17 point 5: markdown sized for a GitHub or GitLab comment, rendered by
-GitHub's own renderer (cmark-gfm, the ``cmarkgfm`` package) the way a comment
-is: GFM extensions, raw HTML for <details>, and a newline in a paragraph as a
-line break (so hard-wrapped prose would break raggedly)."""
+"""Markdown sized for a GitHub or GitLab comment, rendered by GitHub's own renderer
+(cmark-gfm, the ``cmarkgfm`` package) the way a comment is: GFM extensions, raw HTML
+for <details>, and a newline in a paragraph as a line break (so hard-wrapped prose
+would break raggedly)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
-"""Issue 11 point 7: TLS and credential failures are exit 3 and one line naming the cause.
+"""TLS and credential failures are exit 3 and one line naming the cause.
 
-Before: an unknown CA, a missing CA or an expired server or client certificate
-ended in exit 2 and a multi-line "unexpected ApiException"; a failing exec
-credential plugin read as "refused the credentials (401)", with the plugin's
-stderr printed raw through the client library's logger; and
-insecure-skip-tls-verify printed 14 multi-line warnings.
+An unknown or missing certificate authority, an expired server or client
+certificate, a failing exec credential plugin (its stderr never printed raw), and
+insecure-skip-tls-verify warned about once.
 """
 
 from __future__ import annotations
@@ -64,7 +62,7 @@ def b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
-def test_point_7_unknown_certificate_authority(tmp_path: Path) -> None:
+def test_an_unknown_certificate_authority_is_exit_3(tmp_path: Path) -> None:
     server = serve(tmp_path)
     try:
         kc = write_kubeconfig(tmp_path / "kc", server.url)
@@ -76,7 +74,7 @@ def test_point_7_unknown_certificate_authority(tmp_path: Path) -> None:
     one_line_error(run, "unknown authority", server.url)
 
 
-def test_point_7_no_certificate_authority_at_all(tmp_path: Path) -> None:
+def test_no_certificate_authority_at_all_is_exit_3_naming_it(tmp_path: Path) -> None:
     server = serve(tmp_path)
     try:
         kc = edit(write_kubeconfig(tmp_path / "kc", server.url), cluster={"server": server.url})
@@ -87,7 +85,7 @@ def test_point_7_no_certificate_authority_at_all(tmp_path: Path) -> None:
     one_line_error(run, "unknown authority")
 
 
-def test_point_7_expired_server_certificate(tmp_path: Path) -> None:
+def test_an_expired_server_certificate_is_exit_3_naming_it(tmp_path: Path) -> None:
     server = serve(tmp_path, expired_cert=True)
     try:
         run = scan(write_kubeconfig(tmp_path / "kc", server.url))
@@ -97,7 +95,7 @@ def test_point_7_expired_server_certificate(tmp_path: Path) -> None:
     one_line_error(run, "certificate has expired")
 
 
-def test_point_7_expired_client_certificate(tmp_path: Path) -> None:
+def test_an_expired_client_certificate_is_exit_3_naming_it(tmp_path: Path) -> None:
     server = serve(tmp_path, client_certs=True)
     cert, key = TLSFiles.get().issue("triage", server=False, expired=True)
     try:
@@ -131,7 +129,7 @@ def exec_plugin(tmp_path: Path, script: str) -> dict[str, Any]:
                      "command": str(plugin), "interactiveMode": "Never"}}
 
 
-def test_point_7_exec_plugin_that_fails(tmp_path: Path) -> None:
+def test_an_exec_plugin_that_fails_is_exit_3(tmp_path: Path) -> None:
     server = serve(tmp_path)
     try:
         kc = edit(write_kubeconfig(tmp_path / "kc", server.url), user=exec_plugin(
@@ -148,7 +146,7 @@ def test_point_7_exec_plugin_that_fails(tmp_path: Path) -> None:
     assert not requests  # it never went on without credentials
 
 
-def test_point_7_exec_plugin_that_works(tmp_path: Path) -> None:
+def test_an_exec_plugin_that_works_gives_the_scan(tmp_path: Path) -> None:
     server = serve(tmp_path)
     answer = ('{"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential", '
               f'"status": {{"token": "{TOKEN}"}}}}')
@@ -162,7 +160,7 @@ def test_point_7_exec_plugin_that_works(tmp_path: Path) -> None:
     assert run.stderr == ""
 
 
-def test_point_7_insecure_skip_tls_verify_warns_once(tmp_path: Path) -> None:
+def test_insecure_skip_tls_verify_warns_once(tmp_path: Path) -> None:
     server = serve(tmp_path)
     try:
         kc = edit(write_kubeconfig(tmp_path / "kc", server.url),

@@ -1,7 +1,7 @@
-"""Issue 11 point 9: a step whose input could not be read says unknown, naming the read.
+"""A step whose input could not be read says unknown, naming the read.
 
-Before: with the --config ConfigMap forbidden, step 4 said pass, "unset: vLLM
-default 0.9", where the readable ConfigMap gives fail (0.98 explains the OOM).
+With the --config ConfigMap forbidden, step 4 is unknown naming the read, where the
+readable ConfigMap gives fail (0.98 explains the OOM), never a pass on vLLM's default.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def test_readable_config_map_gives_fail(tmp_path: Path) -> None:
     assert any("0.98" in e for e in s4["evidence"]), s4
 
 
-def test_point_9_forbidden_config_map_gives_unknown_naming_the_read(tmp_path: Path) -> None:
+def test_forbidden_config_map_gives_unknown_naming_the_read(tmp_path: Path) -> None:
     root = config_file_fixture(tmp_path / "fx", faults={"forbidden": ["configmaps"]})
     s4 = scan_step_4(root, tmp_path)
     assert s4["verdict"] == "unknown", s4
@@ -62,7 +62,7 @@ def test_point_9_forbidden_config_map_gives_unknown_naming_the_read(tmp_path: Pa
     assert "default 0.9" not in text
 
 
-def test_point_9_offline_without_the_config_map(tmp_path: Path) -> None:
+def test_offline_without_the_config_map(tmp_path: Path) -> None:
     root = config_file_fixture(tmp_path / "fx")
     (root / "objects" / "configmaps.yaml").unlink()
     run = run_cli("analyze", str(root), "-o", "json")

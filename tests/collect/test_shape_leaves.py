@@ -1,7 +1,6 @@
-"""Issue 16, "scan -A refuses big clusters": normalizing every listed pod (production
-pods carry managedFields, dozens of env entries) was most of a 20,000-pod scan's CPU.
-Plain leaves are now kept or dropped without a call per leaf, and managedFields, which
-nothing reads and redaction drops, is skipped: the result must be what it was."""
+"""Normalizing a listed pod keeps or drops plain leaves without a call per leaf, skips
+managedFields (which nothing reads and redaction drops), and bounds depth: the result
+is what a leaf-by-leaf walk gives."""
 
 from __future__ import annotations
 

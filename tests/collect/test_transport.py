@@ -1,4 +1,6 @@
-"""The bounded reader under the live collector (issue 11 points 4, 5 and 11), in isolation."""
+"""The bounded reader under the live collector, in isolation: Retry-After, the proxy
+pool class, a head within its cap or cut, a tail that keeps the last bytes, and gzip
+bounded after decompression."""
 
 from __future__ import annotations
 
@@ -43,7 +45,7 @@ def test_tail_keeps_the_last_bytes() -> None:
     assert not capped.complete and capped.data == body[7000 - 70:7000]
 
 
-def test_point_4_gzip_bounded_after_decompression() -> None:
+def test_gzip_is_bounded_after_decompression() -> None:
     bomb = gzip.compress(bytes(64 * 2**20), 9)  # 64 MiB of zeros in ~64 KiB
     assert len(bomb) < 2**20
     with pytest.raises(transport.BodyTooLarge):
@@ -58,7 +60,7 @@ def test_point_4_gzip_bounded_after_decompression() -> None:
     ("3", 3.0), ("0", 0.0), (None, None), ("soon", None),
     ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0),
 ])
-def test_point_11_retry_after(header: str | None, seconds: float | None) -> None:
+def test_retry_after_is_read_in_seconds_or_as_a_date(header: str | None, seconds: float | None) -> None:
     assert transport.retry_after(header) == seconds
 
 

@@ -1,5 +1,5 @@
 """Fuzzing every parser that takes cluster or file input: no traceback, no hang,
-bounded memory (issue 11).
+bounded memory.
 
 hypothesis builds input from the pieces real input is made of (vLLM log
 prefixes, Prometheus syntax, kubeconfig and pattern keys, API fields) mixed

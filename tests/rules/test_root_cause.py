@@ -1,6 +1,6 @@
 """The fallback's root-cause line: the line a person should read first, never an INFO line,
 never usage text or a hint; argparse's "error:" line and torch's "terminated with
-exception:" outrank them (issue 15's three real cases)."""
+exception:" outrank them (three real cases)."""
 
 from __future__ import annotations
 
