@@ -48,7 +48,7 @@ def plugin_path(tmp_path: Path) -> Path:
 def kubectl(bindir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
     env.update({"PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}", "NO_COLOR": "1",
-                "HOME": str(ROOT / ".pytest-home"), **PINNED})
+                **PINNED})  # HOME is the run's own (tests/conftest.py)
     assert KUBECTL is not None
     return subprocess.run([KUBECTL, *args], capture_output=True, text=True, env=env,
                           timeout=120, cwd=str(ROOT))

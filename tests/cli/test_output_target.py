@@ -70,7 +70,7 @@ def _run_to_files(args: list[str], tmp: Path, pass_fds: tuple[int, ...] = ()
     """The CLI with stdout and stderr redirected to files (as `> out 2> err` does), which
     is when /dev/stdout and /dev/stderr name regular files."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
-    env.update({"NO_COLOR": "1", "HOME": str(ROOT / ".pytest-home")})
+    env["NO_COLOR"] = "1"  # HOME is the run's own (tests/conftest.py)
     out, err = tmp / "stdout.txt", tmp / "stderr.txt"
     with out.open("wb") as o, err.open("wb") as e:
         code = subprocess.run([sys.executable, "-m", "triage.cli", *args], stdout=o, stderr=e,

@@ -70,7 +70,7 @@ def watching(kubeconfig: Path, tmp_path: Path, *args: str,
     ``ready``, from its first complete cycle on, else from when it serves."""
     port = free_port()
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
-    full_env.update({"NO_COLOR": "1", "HOME": str(ROOT / ".pytest-home")}, **(env or {}))
+    full_env.update({"NO_COLOR": "1"}, **(env or {}))  # HOME is the run's own (conftest)
     log = tmp_path / f"watch-{port}.log"
     with open(log, "w") as err:
         proc = subprocess.Popen(

@@ -143,6 +143,7 @@ def test_keep_last_keeps_the_last_matches_in_order() -> None:
     assert [h.line.number for h in result.first] == [1, 2, 3]
 
 
+@pytest.mark.slow  # logs of tens of MiB
 def test_memory_stays_bounded_whatever_the_log_size(tmp_path: Path) -> None:
     """A 48 MiB log is scanned in blocks: peak Python allocation stays near one block."""
     path = tmp_path / "big.log"

@@ -40,6 +40,9 @@ from triage.vllm.metrics import parse_metrics
 from triage.vllm.milestones import QUERIES, read_startup
 from triage.writers import writers
 
+# Fuzzing spends its seconds on purpose: the full run's, not the quick one's.
+pytestmark = pytest.mark.slow
+
 T = TypeVar("T")
 BOUND_S = 10.0
 PEAK_BYTES = 256 * 1024 * 1024
