@@ -5,9 +5,10 @@ Two runs of one suite. The quick run, a plain ``python -m pytest`` (or
 ``./scripts/test --quick``), leaves out the tests marked ``slow``: everything under
 tests/cli/ and tests/bench/ (they start the CLI as a subprocess, the replaying test API
 server, Prometheus, Chromium, kubectl, promtool or grep) and the few unit tests that
-spend seconds of CPU on purpose (fuzzing, cost and memory bounds). ``--full`` (what
-``./scripts/test`` and CI run), a ``-m`` expression, or naming files, folders or tests
-on the command line runs them too.
+spend seconds of CPU on purpose (fuzzing, cost and memory bounds, sweeps of every
+fixture through two ways that must agree). ``--full`` (what ``./scripts/test`` and CI
+run), a ``-m`` expression, or naming files, folders or tests on the command line runs
+them too.
 
 Every run has one temporary HOME, shared by the xdist workers and removed at the end:
 the tool's caches ($HOME/.cache/vllm-triage: parsed patterns, compiled regexes,
@@ -17,6 +18,7 @@ work tree.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
@@ -51,7 +53,6 @@ TESTS = ROOT / "tests"
 
 # Every test in these folders starts a process or a server (see the module docstring).
 SLOW_FOLDERS = (TESTS / "cli", TESTS / "bench")
-_HOME_KEY = pytest.StashKey[Path]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -63,18 +64,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):
         return  # an xdist worker: it inherited the controller's environment, HOME included
-    home = Path(tempfile.mkdtemp(prefix="vllm-triage-tests-"))
-    config.stash[_HOME_KEY] = home
+    home = tempfile.mkdtemp(prefix="vllm-triage-tests-")
+    # Removed at exit, after the tool's own exit handlers have written their code caches
+    # there: they register later (on first use), so they run first.
+    atexit.register(shutil.rmtree, home, ignore_errors=True)
     # Workers start after this and inherit it; so does every CLI a test runs.
-    os.environ["HOME"] = str(home)
+    os.environ["HOME"] = home
     os.environ.pop("XDG_CACHE_HOME", None)
-    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = str(home / ".hypothesis")
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    home = config.stash.get(_HOME_KEY, None)
-    if home is not None:
-        shutil.rmtree(home, ignore_errors=True)
+    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = os.path.join(home, ".hypothesis")
 
 
 def _quick(config: pytest.Config) -> bool:

@@ -102,6 +102,7 @@ def test_before_deploy_forms_need_a_pod_not_created() -> None:
                    for leaf in walk(rule)), pid
 
 
+@pytest.mark.slow  # every fixture, analyzed and linted
 @pytest.mark.parametrize("name", fixture_names())
 def test_lint_of_a_fixtures_workloads_agrees_with_analyze(name: str, tmp_path: Path) -> None:
     snap = bundle.load(FIXTURES / name)

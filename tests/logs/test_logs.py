@@ -50,6 +50,7 @@ def scanned(source: LogSource, queries: QuerySet, monkeypatch: pytest.MonkeyPatc
         return summary(scan(source, queries))
 
 
+@pytest.mark.slow  # every fixture log, scanned four ways
 @pytest.mark.parametrize("path", LOGS, ids=lambda p: str(p.relative_to(FIXTURES)))
 def test_every_fixture_log_gives_the_same_answers_every_way(
         path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,6 +11,7 @@ from triage.collect import bundle
 from triage.logs import LogReleased
 
 
+@pytest.mark.slow  # every fixture, analyzed twice
 @pytest.mark.parametrize("fixture", fixture_names())
 def test_the_order_pods_arrive_in_does_not_change_the_report(fixture: str) -> None:
     path = FIXTURES / fixture
