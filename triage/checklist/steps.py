@@ -9,7 +9,7 @@ from triage.results import StepResult, Verdict
 from triage.rules.evaluate import PodDiagnosis
 
 # Every fact a step reads: a settled container keeps these and drops the others
-# (tests/test_settle.py checks this list against the steps' code).
+# (tests/pipeline/test_settle.py checks this list against the steps' code).
 FACTS_READ = (
     "autoscalers",
     "canary_traffic_percent",

@@ -16,7 +16,7 @@ on stderr. A bundle's members are therefore not redacted again when loaded.
 
 Cost: every rule is linear in its input (possessive or bounded quantifiers,
 and a rule whose match starts with a run of some characters only starts
-where that run starts); ``tests/test_redaction_linear.py`` proves it on
+where that run starts); ``tests/safety/test_redaction_linear.py`` proves it on
 adversarial input for each rule. A cheap literal prefilter finds the lines
 that can hold a secret at all, and only those go through the rules. On top
 of that, each line has a time bound: a line that cannot be checked in time
