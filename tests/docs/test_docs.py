@@ -36,6 +36,32 @@ def test_the_tree_names_every_package_of_triage() -> None:
     assert packages - set(tree_folders()) == set()
 
 
+def tree_modules() -> dict[str, set[str]]:
+    """Each folder of the tree block, with the module files its lines name."""
+    block = section(ARCHITECTURE, "The tree").split("```", 2)[1]
+    named: dict[str, set[str]] = {}
+    folder = ""
+    for line in block.splitlines():
+        head = re.match(r"^(\S+/)\s", line)
+        if head:
+            folder = head.group(1)
+            named.setdefault(folder, set())
+        if folder.startswith("triage/"):
+            named[folder] |= set(re.findall(r"\b(\w+\.py)\b", line))
+    return named
+
+
+def test_the_tree_names_every_module_of_each_package_and_only_those() -> None:
+    for folder, named in tree_modules().items():
+        if not folder.startswith("triage/"):
+            continue
+        modules = {p.name for p in (ROOT / folder).glob("*.py")} - {"__init__.py"}
+        if folder == "triage/":
+            modules = {p.name for p in (ROOT / "triage").glob("*.py")}
+        assert named - {"__init__.py"} <= modules | {"__init__.py"}, (folder, named - modules)
+        assert modules - {"__init__.py"} <= named, (folder, modules - named)
+
+
 def test_every_folder_the_tree_names_exists() -> None:
     folders = tree_folders()
     assert len(folders) > 20
