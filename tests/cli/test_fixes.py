@@ -5,7 +5,6 @@ first screen shows the failure, its proof and its fix."""
 
 from __future__ import annotations
 
-import functools
 import json
 import subprocess
 from pathlib import Path
@@ -15,29 +14,18 @@ import pytest
 import yaml
 
 from tests.conftest import FIXTURES, need, run_cli
+from tests.fixes.test_fixes import _OOM, fix_of, report_of
 from tests.support.fixturekit import copy_fixture, load_list, save_list
 from triage import pipeline
 from triage.collect import bundle
 from triage.fixes import patches
-from triage.results import Fix, Report
+from triage.results import Report
 
 GIB = 2**30
 
 
-@functools.lru_cache(maxsize=64)
-def report_of(path: str) -> Report:
-    return pipeline.analyze(bundle.load(Path(path)))
 
 
-def fix_of(fixture: str | Path, pod: str, finding: str) -> Fix:
-    report = report_of(str(FIXTURES / fixture if isinstance(fixture, str) else fixture))
-    for p in report.pods:
-        if p.name.startswith(pod):
-            for f in p.findings:
-                if f.id == finding:
-                    assert f.fix is not None, (pod, finding)
-                    return f.fix
-    raise AssertionError(f"{finding} not raised on {pod} in {fixture}")
 
 
 # --- the JSON contract ---------------------------------------------------------------------
@@ -280,8 +268,6 @@ def test_busy_namespace_first_screen_names_the_cross_pod_cause() -> None:
     assert "What to do" not in table
 
 
-_OOM = patches.Edits(container={"resources.limits.memory": "16Gi",
-                                "resources.requests.memory": "16Gi"})
 _SHM = patches.Edits(pod={"volumes+": [{"name": "dshm", "emptyDir": {
                          "medium": "Memory", "sizeLimit": "4Gi"}}]},
                      container={"volumeMounts+": [{"name": "dshm", "mountPath": "/dev/shm"}],

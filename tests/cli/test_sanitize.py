@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 
 from tests.conftest import FIXTURES, replay, run_cli
+from tests.safety.test_sanitize import raw_controls
 from tests.support.fixturekit import copy_fixture, load_list, save_list, write_bytes
 
 OSC52 = "\x1b]52;c;ZXZpbA==\x07"  # write "evil" to the clipboard
@@ -26,8 +27,6 @@ HOSTILE = OSC52 + CLEAR + TITLE + C1_CSI + C1_OSC + BIDI
 FORBIDDEN = ["\x1b", "\x9b", "\x9d", "\x9c", "\x07", "\u202e", "\u2066"]
 
 
-def raw_controls(text: str) -> list[str]:
-    return [repr(c) for c in FORBIDDEN if c in text]
 
 
 def _hostile_fixture(root: Path) -> Path:
