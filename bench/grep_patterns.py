@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from triage.facts import LOG_QUERIES  # noqa: E402
-from triage.logs import _level_prefilter, _prefilter_pattern  # noqa: E402
+from triage.logs.prefilter import _level_prefilter, _prefilter_pattern  # noqa: E402
 from triage.rules.evaluate import queries_for  # noqa: E402
 from triage.rules.loader import load_patterns  # noqa: E402
 
@@ -200,6 +200,12 @@ def to_ere(pattern: str) -> str:
         m = re.match(r"\(\?([a-zA-Z]+)\)", pattern[i:])  # inline flags: dropped, but
         if m:  # a case-blind pattern's letters are spelled both ways
             fold = fold or "i" in m.group(1)
+            i += m.end()
+            continue
+        m = re.match(r"\(\?([a-zA-Z]+):", pattern[i:])  # a group with its own flags: a
+        if m:  # group; its case-blindness runs to the pattern's end (more lines, never fewer)
+            fold = fold or "i" in m.group(1)
+            out.append("(")
             i += m.end()
             continue
         if two == r"\d":

@@ -3,7 +3,7 @@
     python bench/hostile.py [--code DIR] [--only NAME ...] [--limit-gb 8] [--timeout 300]
 
 Each case builds its input in a temporary directory (a fixture variant served
-by tests/kubeapi.py on 127.0.0.1, or a bundle), runs the CLI of the source
+by tests/support/kubeapi.py on 127.0.0.1, or a bundle), runs the CLI of the source
 tree DIR (default: this one; point it at another checkout to compare) as a
 child process under a memory limit and a timeout, and prints one JSON line:
 seconds, the child's peak RSS, exit code, and what the report says. Every
@@ -28,7 +28,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.fixturekit import (  # noqa: E402
+from tests.support.fixturekit import (  # noqa: E402
     METRICS_TEXT,
     RUNNING_LOG,
     add_pod,
@@ -38,7 +38,7 @@ from tests.fixturekit import (  # noqa: E402
     save_list,
     template_pod,
 )
-from tests.kubeapi import KubeAPIServer, write_kubeconfig  # noqa: E402
+from tests.support.kubeapi import KubeAPIServer, write_kubeconfig  # noqa: E402
 
 HEALTHY = "vllm-llama-7d9f8b6c5d-m2x4q"
 OOM = (b"(EngineCore_0 pid=270) ERROR 11-28 03:06:57 [core.py:700] torch.OutOfMemoryError: "
@@ -174,7 +174,7 @@ def case_8_big_log_bundle(tmp: Path, code: Path, limit: float, timeout: float
 def case_3_redaction(tmp: Path, code: Path, limit: float, timeout: float) -> dict[str, Any]:
     """redact_text of 'password:' + 150,000 spaces, in the code's own redactor (a fresh
     grandchild process, so its peak RSS is its own, not this process's at fork)."""
-    script = ("import time\nfrom triage.redact import redact_text\n"
+    script = ("import time\nfrom triage.safety.redact import redact_text\n"
               "t = time.monotonic(); redact_text('password:' + ' ' * 150000)\n"
               "print(round(time.monotonic() - t, 3))\n")
     launcher = ("import resource, subprocess, sys\n"

@@ -8,7 +8,7 @@ analyze: a fixture whose crash-looping pod has a previous log of N MiB
 (healthy vLLM traffic, a CUDA OOM at the end), analyzed offline, against
 ``LC_ALL=C grep -E -c -f`` with the tool's own log regexes (bench/grep_patterns.py).
 
-scan: N vLLM pods served by the test API server (tests/kubeapi.py) with a
+scan: N vLLM pods served by the test API server (tests/support/kubeapi.py) with a
 fixed latency per request, against the floor (requests x latency / the
 tool's read pool, plus the tool's start-up) and against the manual kubectl
 sequence an on-call engineer would type for each pod.
@@ -190,7 +190,7 @@ def markdown(rows: list[Row]) -> str:
 def warm_up() -> None:
     """Compile the tool's bytecode once, as installing it does, so no timed run pays it."""
     subprocess.run([sys.executable, "-c", "import triage.cli, triage.pipeline, "
-                    "triage.collect.live, triage.collect.bundle, triage.report.html"],
+                    "triage.collect.live, triage.collect.bundle, triage.writers.html"],
                    env=clean_env(), cwd=str(ROOT), check=True)
     subprocess.run(cli("analyze", str(ROOT / "fixtures" / "cuda-oom"), "-o", "json"),
                    env=clean_env(), cwd=str(ROOT), stdout=subprocess.DEVNULL, check=False)

@@ -9,7 +9,7 @@ measured in the same run (see bench/README.md).
 
 cluster: a cluster of N production-sized pods (about 7 KB each: managedFields,
 annotations, env) in 40 namespaces, 40 of them vLLM, served by the test API
-server (tests/kubeapi.py, paging as an API server pages); ``vllm-triage scan
+server (tests/support/kubeapi.py, paging as an API server pages); ``vllm-triage scan
 -A -o json`` against ``kubectl get pods -A`` (which pages the same list in
 chunks of 500). Then one namespace of M pods, ``scan -n`` (memory only).
 
@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 from bench import dense, synthetic  # noqa: E402
 from bench.grep_patterns import grep_patterns  # noqa: E402
 from bench.run import CUDA_OOM_POD, clean_env, cli, measure, warm_up  # noqa: E402
-from tests.kubeapi import KubeAPIServer, write_kubeconfig  # noqa: E402
+from tests.support.kubeapi import KubeAPIServer, write_kubeconfig  # noqa: E402
 
 VLLM_PODS = 40
 

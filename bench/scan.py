@@ -23,9 +23,9 @@ from pathlib import Path
 
 from bench import synthetic
 from bench.run import Row, clean_env, cli, measure, median, repeat
-from tests.kubeapi import KubeAPIServer, write_kubeconfig
+from tests.support.kubeapi import KubeAPIServer, write_kubeconfig
 
-WORKERS = 8  # the live collector's read pool (triage/collect/live.py Options.workers)
+WORKERS = 8  # the live collector's read pool (triage/collect/live/collector.py Options.workers)
 
 
 def _namespace(tmp: Path, pods: int) -> Path:

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import synthetic  # noqa: E402
-from tests.kubeapi import KubeAPIServer, write_kubeconfig  # noqa: E402
+from tests.support.kubeapi import KubeAPIServer, write_kubeconfig  # noqa: E402
 
 
 def _rss_mb(pid: int) -> float:
@@ -68,7 +68,7 @@ def run(pods: int, cycles: int, lines: int) -> dict[str, object]:
         assert scan.returncode in (0, 1), scan.stderr[-2000:]
         per_scan = Counter(server.requests)
         server.requests.clear()
-        from tests.promserver import free_port
+        from tests.support.promserver import free_port
 
         port = free_port()
         url = f"http://127.0.0.1:{port}"

@@ -17,6 +17,8 @@ Steps see findings, facts and read failures, never raw API objects.
 
 from __future__ import annotations
 
+import dataclasses
+
 from triage.checklist.base import Inputs, Step
 from triage.checklist.steps import SINCE_START, STEPS, since_start
 from triage.results import Finding, StepResult, Verdict
@@ -55,7 +57,7 @@ def _from_findings(step: Step, inputs: Inputs) -> StepResult | None:
     tail = [SINCE_START] if any(
         since_start(ctx) and ctx.metrics_source() in " ".join(f.evidence)
         for pod, f, _ in hits for ctx in pod.contexts) else []
-    return StepResult(step.number, step.title, verdict, tuple(lead + evidence + tail),
+    return StepResult(step.number, "", verdict, tuple(lead + evidence + tail),
                       tuple(remediation))
 
 
@@ -65,7 +67,7 @@ def _unevaluated(step: Step, inputs: Inputs) -> StepResult | None:
              for pod in inputs.pods for u in pod.unevaluated if u.step == step.number]
     if not lines:
         return None
-    return StepResult(step.number, step.title, Verdict.UNKNOWN, tuple(dict.fromkeys(lines)))
+    return StepResult(step.number, "", Verdict.UNKNOWN, tuple(dict.fromkeys(lines)))
 
 
 def _needs_met(step: Step, result: StepResult, inputs: Inputs) -> StepResult:
@@ -80,18 +82,19 @@ def _needs_met(step: Step, result: StepResult, inputs: Inputs) -> StepResult:
 
 
 def judge(pods: list[PodDiagnosis], failures: list[ReadFailure],
-          patterns: tuple[Pattern, ...], passed_over: list[str] | None = None
-          ) -> list[StepResult]:
-    """``passed_over``: crash-looping pods that were not selected (never an all-clear)."""
+          patterns: tuple[Pattern, ...], titles: dict[int, str],
+          passed_over: list[str] | None = None) -> list[StepResult]:
+    """``titles``: each step's, from patterns/checklist.yaml; ``passed_over``: crash-looping
+    pods that were not selected (never an all-clear)."""
     inputs = Inputs(pods, failures, patterns)
     results = []
     for step in STEPS:
         if not pods:
             why = inputs.unread("pods") or ["no vLLM server pods were found"]
             why += [f"crash-looping, not triaged: {p}" for p in passed_over or []]
-            results.append(StepResult(step.number, step.title, Verdict.UNKNOWN, tuple(why)))
-            continue
-        result = (_from_findings(step, inputs) or _unevaluated(step, inputs)
-                  or step.judge(inputs))
-        results.append(_needs_met(step, result, inputs))
+            result = StepResult(step.number, "", Verdict.UNKNOWN, tuple(why))
+        else:
+            result = _needs_met(step, _from_findings(step, inputs)
+                                or _unevaluated(step, inputs) or step.judge(inputs), inputs)
+        results.append(dataclasses.replace(result, title=titles[step.number]))
     return results

@@ -45,10 +45,10 @@ def label(pod: PodDiagnosis, ctx: ContainerContext | None = None) -> str:
 
 
 class Step:
-    """One checklist step: what it is called, what it must read, how it passes."""
+    """One checklist step: its number, what it must read, how it passes. What it is called
+    is data (patterns/checklist.yaml): ``judge`` in triage.checklist gives the title."""
 
     number: int
-    title: str
     # Read kinds without which a pass is not a pass (logs, events, nodes, ...).
     needs: tuple[str, ...] = ()
 
@@ -57,4 +57,4 @@ class Step:
         raise NotImplementedError
 
     def result(self, verdict: Verdict, evidence: list[str]) -> StepResult:
-        return StepResult(self.number, self.title, verdict, tuple(evidence))
+        return StepResult(self.number, "", verdict, tuple(evidence))

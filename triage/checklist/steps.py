@@ -9,7 +9,7 @@ from triage.results import StepResult, Verdict
 from triage.rules.evaluate import PodDiagnosis
 
 # Every fact a step reads: a settled container keeps these and drops the others
-# (tests/test_settle.py checks this list against the steps' code).
+# (tests/pipeline/test_settle.py checks this list against the steps' code).
 FACTS_READ = (
     "autoscalers",
     "canary_traffic_percent",
@@ -48,7 +48,6 @@ def settle(ctx: ContainerContext) -> None:
 
 class ContainerOOMKilled(Step):
     number = 1
-    title = "Container OOMKilled (CPU RAM limit)"
 
     def judge(self, inputs: Inputs) -> StepResult:
         ev: list[str] = []
@@ -68,7 +67,6 @@ class ContainerOOMKilled(Step):
 
 class CudaOOM(Step):
     number = 2
-    title = "CUDA out of memory in vLLM logs (GPU)"
 
     def judge(self, inputs: Inputs) -> StepResult:
         ev: list[str] = []
@@ -98,7 +96,6 @@ class CudaOOM(Step):
 
 class MaxModelLen(Step):
     number = 3
-    title = "--max-model-len too large for the KV cache"
     needs = ("logs",)
 
     def judge(self, inputs: Inputs) -> StepResult:
@@ -124,7 +121,6 @@ class MaxModelLen(Step):
 
 class GpuMemoryUtilization(Step):
     number = 4
-    title = "--gpu-memory-utilization within 0.85-0.92"
 
     def judge(self, inputs: Inputs) -> StepResult:
         ev: list[str] = []
@@ -243,7 +239,6 @@ _LATENCY = ("e2e_latency", "ttft", "queue_time", "itl")
 
 class P99Latency(Step):
     number = 5
-    title = "P99 latency high: bound --max-num-batched-tokens"
 
     def judge(self, inputs: Inputs) -> StepResult:
         missing = _metrics_unknown(self, inputs)
@@ -265,7 +260,6 @@ class P99Latency(Step):
 
 class ProbeTiming(Step):
     number = 6
-    title = "Probe delays versus model load time"
     needs = ("events",)
 
     def judge(self, inputs: Inputs) -> StepResult:
@@ -322,7 +316,6 @@ def _autoscalers(inputs: Inputs) -> tuple[list[str], list[str]]:
 
 class AutoscaleTarget(Step):
     number = 7
-    title = "Autoscale target too high, requests queue"
     needs = ("horizontalpodautoscalers", "inferenceservices")
 
     def judge(self, inputs: Inputs) -> StepResult:
@@ -371,7 +364,6 @@ def _queue_line(pod: PodDiagnosis, ctx: ContainerContext) -> str:
 
 class MinScale(Step):
     number = 8
-    title = "minScale >= 1, no cold starts"
     needs = ("horizontalpodautoscalers", "inferenceservices", "deployments", "statefulsets")
 
     def judge(self, inputs: Inputs) -> StepResult:
@@ -396,7 +388,6 @@ def _no_finding_from(inputs: Inputs, step: int) -> str:
 
 class NodeDisk(Step):
     number = 9
-    title = "Node disk, image cache, model cache"
     needs = ("nodes", "events", "logs")
 
     def judge(self, inputs: Inputs) -> StepResult:
@@ -413,7 +404,6 @@ class NodeDisk(Step):
 
 class OneChange(Step):
     number = 10
-    title = "One change at a time, canary"
     needs = ("replicasets", "deployments", "inferenceservices")
 
     def judge(self, inputs: Inputs) -> StepResult:

@@ -35,12 +35,13 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import yaml
 
-from triage import __version__, linetime, selection
-from triage.collect import InputError, outfile
+from triage import __version__
+from triage.collect import InputError
 from triage.collect.logtail import keep_end
 from triage.collect.shape import normalize_items
-from triage.logs import LogSource, decode
-from triage.redact import REDACTION_VERSION, redact_object, redact_text
+from triage.logs import LogSource, decode, linetime
+from triage.safety import outfile
+from triage.safety.redact import REDACTION_VERSION, redact_object, redact_text
 from triage.snapshot import (
     ALL_KINDS,
     Obj,
@@ -50,6 +51,7 @@ from triage.snapshot import (
     Snapshot,
     meta,
 )
+from triage.vllm import selection
 
 if TYPE_CHECKING:
     import tarfile  # imported where an archive is read or written: a directory needs none

@@ -9,7 +9,7 @@ A crash is printed last, so the end is what must be read.
 from __future__ import annotations
 
 # Of a line too long to keep whole, its end is kept; shorter than
-# triage.logs.MAX_LINE_CHARS so the kept end is what patterns are matched on.
+# triage.logs.lines.MAX_LINE_CHARS so the kept end is what patterns are matched on.
 LINE_END_KEPT = 3000
 
 

@@ -5,7 +5,7 @@ question during an incident is what latency and the queue did in the last
 minutes. This collector asks Prometheus' HTTP API (``/api/v1/query`` and
 ``/api/v1/query_range``) about the triaged pods over a window (``--since``),
 evaluated at the snapshot's collection time, and stores the answers in the
-snapshot as numbers under ``triage.metrics.METRICS`` names, a few series for
+snapshot as numbers under ``triage.vllm.metrics.METRICS`` names, a few series for
 charts, and per-GPU DCGM values.
 
 Every request is a GET with a deadline for the whole request (connect,
@@ -40,9 +40,9 @@ from urllib.parse import quote
 import httpx
 
 from triage import __version__
-from triage.metrics import HISTOGRAMS
-from triage.redact import redact_text
+from triage.safety.redact import redact_text
 from triage.snapshot import PodTelemetry, PrometheusWindow, ReadFailure, Snapshot, meta
+from triage.vllm.metrics import HISTOGRAMS
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
 WORKERS = 4

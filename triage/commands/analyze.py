@@ -1,9 +1,4 @@
-"""``vllm-triage analyze``: the same report from a bundle, with no cluster.
-
-A plainly written ``analyze`` command line is parsed without typer
-(``triage/commands/offline.py``); this is the typer command for the rest (help, completion,
-usage errors). Both run ``offline.run``.
-"""
+"""``vllm-triage analyze``: the same report from a bundle, with no cluster."""
 
 from __future__ import annotations
 
@@ -12,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from triage.commands import flags, offline
+from triage.commands.common import check_report_flags, emit, guard, report_format
 from triage.commands.options import (
     DebugOpt,
     FailOnOpt,
@@ -27,11 +22,11 @@ from triage.commands.options import (
 def analyze(
     # Described in the docstring: typer would print the Python type in an Arguments list.
     bundle_path: Annotated[Path, typer.Argument(metavar="BUNDLE", hidden=True)],
-    output: OutputOpt = flags.DEFAULT_OUTPUT,
+    output: OutputOpt = "table",
     output_file: OutputFileOpt = None,
     fix_dir: FixDirOpt = None,
     quiet: QuietOpt = False,
-    fail_on: FailOnOpt = flags.DEFAULT_FAIL_ON,
+    fail_on: FailOnOpt = "critical",
     patterns: PatternsOpt = None,
     debug: DebugOpt = False,
 ) -> None:
@@ -40,5 +35,13 @@ def analyze(
     BUNDLE is a bundle (.tar.gz) that collect wrote, an unpacked bundle, or a fixture
     directory.
     """
-    raise typer.Exit(offline.run(bundle_path, output, output_file, fix_dir, quiet, fail_on,
-                                 patterns, debug))
+    from triage import pipeline
+    from triage.collect import bundle
+
+    with guard(debug):
+        fmt = report_format(output)
+        check_report_flags(output_file, quiet, fail_on)
+        snap = bundle.load(bundle_path)
+        report = pipeline.analyze(snap, list(patterns or []))
+        emit(report, fmt, output_file, quiet, fix_dir)
+    raise typer.Exit(pipeline.exit_code(report, fail_on))

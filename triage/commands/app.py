@@ -1,7 +1,7 @@
 """The typer application: every command, or only the one being run.
 
-``triage/cli.py`` is the entry point; it builds this only when typer has to parse the
-command line (``analyze``, plainly written, is parsed without it: ``offline.py``).
+``triage/cli.py`` is the entry point; it builds this with the command the arguments name,
+so that the other commands' modules are not imported.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from typing import Annotated
 import typer
 
 from triage import __version__
-from triage.commands import params
 from triage.commands.common import EXIT_OK
 
 EPILOG = """\
@@ -67,7 +66,6 @@ COMMANDS: dict[str, tuple[str, str, bool]] = {
 def build_app(only: str | None = None) -> typer.Typer:
     """The application; with ``only``, just that command (the one being run: the others'
     modules are neither imported nor turned into click commands)."""
-    params.install()  # no pydantic to coerce --output json (triage/commands/params.py)
     application = typer.Typer(
         name="vllm-triage",
         help="Read-only triage of vLLM inference servers on Kubernetes: finds why vLLM pods crash, "

@@ -8,27 +8,25 @@ from typing import Annotated
 
 import typer
 
-from triage.collect import InputError, outfile
-from triage.commands.common import Output, PrometheusArgs, guard, live_collector, progress, say
+from triage.collect import InputError
+from triage.commands.common import Output, guard, live_collector, progress, say
 from triage.commands.options import (
+    NO_PROMETHEUS,
     AllNsOpt,
     ContextOpt,
     DebugOpt,
     KubeconfigOpt,
     NamespaceOpt,
-    PromCaOpt,
-    PrometheusOpt,
-    PromInsecureOpt,
-    PromPasswordOpt,
-    PromTokenOpt,
-    PromUserOpt,
+    PrometheusArgs,
     SelectorOpt,
-    SinceOpt,
     TailOpt,
     TimeoutOpt,
+    with_prometheus_options,
 )
+from triage.safety import outfile
 
 
+@with_prometheus_options
 def collect(
     output_file: Annotated[Path | None, typer.Option(
         "--output-file", metavar="FILE", help="Bundle file to write (default: "
@@ -43,27 +41,18 @@ def collect(
     selector: SelectorOpt = None,
     request_timeout: TimeoutOpt = "30s",
     tail_lines: TailOpt = 3000,
-    prometheus: PrometheusOpt = None,
-    since: SinceOpt = "30m",
-    prometheus_token: PromTokenOpt = None,
-    prometheus_user: PromUserOpt = None,
-    prometheus_password: PromPasswordOpt = None,
-    prometheus_ca_file: PromCaOpt = None,
-    prometheus_insecure_skip_tls_verify: PromInsecureOpt = False,
+    prometheus: PrometheusArgs = NO_PROMETHEUS,  # the --prometheus options
     debug: DebugOpt = False,
 ) -> None:
     """Save everything scan reads (redacted) into a bundle for offline analysis."""
     from triage.collect import bundle
 
-    prom = PrometheusArgs(prometheus, since, prometheus_token, prometheus_user,
-                          prometheus_password, prometheus_ca_file,
-                          prometheus_insecure_skip_tls_verify)
     with guard(debug):
         path = _bundle_path(output_file, output)
         stream = _check_target(path) if path is not None else None
         with progress() as tick:
             snap = live_collector(namespace, all_namespaces, kubeconfig, context, selector,
-                                  request_timeout, tail_lines, tick, prom).collect()
+                                  request_timeout, tail_lines, tick, prometheus).collect()
         target = path or Path(_default_name(snap.namespace, snap.collected_at))
         try:
             bundle.write(snap, target)

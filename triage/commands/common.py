@@ -16,27 +16,30 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import regex
 
-from triage import lazyregex
-from triage.collect import CollectError, InputError, outfile
-from triage.redact import redact_text
-from triage.sanitize import sanitize
+from triage.collect import CollectError, InputError
+from triage.safety import outfile
+from triage.safety.redact import redact_text
+from triage.safety.sanitize import sanitize
+from triage.speed import lazyregex
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from triage.collect.live import LiveCollector
     from triage.collect.prometheus import PrometheusOptions
+    from triage.commands.options import PrometheusArgs
     from triage.report import Report
 
 # 1 comes from the report (pipeline.exit_code), 3 from ClusterUnreachable.
 EXIT_OK, EXIT_USAGE = 0, 2
+# Set by the shell's completion script: the command line is a question, not a command.
+COMPLETE_VAR = "_VLLM_TRIAGE_COMPLETE"
 
 
 class Output(str, Enum):
@@ -61,14 +64,14 @@ def say(message: str) -> None:
 
 def fail(message: str, code: int) -> None:
     say(f"vllm-triage: error: {message}")
-    # SystemExit, not typer.Exit: analyze runs without typer (triage/commands/offline.py);
-    # click lets it through as the same exit code.
+    # SystemExit: click lets it through as the same exit code, and a caller that is not a
+    # typer command (the tests, another program) gets a plain exit.
     raise SystemExit(code)
 
 
 def _is_typer_exit(exc: BaseException) -> bool:
-    """A command's own ``raise typer.Exit(n)``: an exit, not an internal error (no typer
-    imported, no typer.Exit raised)."""
+    """A command's own ``raise typer.Exit(n)``: an exit, not an internal error (typer is
+    not imported here: a caller of these helpers may not be a typer command)."""
     typer = sys.modules.get("typer")
     return typer is not None and isinstance(exc, typer.Exit)
 
@@ -130,10 +133,10 @@ def terminal_width() -> int | None:
 
 def emit(report: Report, output: Output, output_file: Path | None, quiet: bool = False,
          fix_dir: Path | None = None) -> None:
-    from triage.report import chunks, writers
+    from triage.writers import chunks, writers
 
     if fix_dir is not None:
-        from triage.report import fixdir
+        from triage.fixes import files as fixdir
 
         try:
             written = fixdir.write(report, fix_dir, write_atomically)
@@ -143,7 +146,7 @@ def emit(report: Report, output: Output, output_file: Path | None, quiet: bool =
             f"no patch to write to {fix_dir}: no finding has a computed patch")
 
     def draw_table(r: Report, color: bool) -> str:
-        from triage.report import table  # rich, only when a table is drawn
+        from triage.writers import table
 
         return table.render(r, color, width=terminal_width())
 
@@ -286,7 +289,7 @@ def progress() -> Iterator[Callable[[str], None]]:
 
 def check_label_selector(value: str | None) -> str | None:
     """-l is a valid label selector, checked before any request is made."""
-    from triage.labelselector import SelectorError, check
+    from triage.kube.labelselector import SelectorError, check
 
     try:
         check(value or "")
@@ -344,35 +347,25 @@ def parse_window(text: str) -> float:
     return total
 
 
-@dataclass(frozen=True)
-class PrometheusArgs:
-    """The --prometheus options as given."""
-
-    url: str | None = None
-    since: str = "30m"
-    token: str | None = None
-    user: str | None = None
-    password: str | None = None
-    ca_file: Path | None = None
-    insecure: bool = False
-
-
 def prometheus_options(args: PrometheusArgs, timeout: float) -> PrometheusOptions | None:
     window = parse_window(args.since)
-    if args.url is None:
+    if args.prometheus is None:
         return None
     from triage.collect.prometheus import PrometheusOptions
 
-    url = args.url.strip()
+    url = args.prometheus.strip()
     if url != "auto" and not regex.match(r"^https?://[^\s/]+", url):
         raise InputError(f"--prometheus {redact_text(url)!r} is neither an http(s):// URL "
                          "nor auto")
-    if args.ca_file is not None and not args.ca_file.is_file():
-        raise InputError(f"--prometheus-ca-file {args.ca_file} does not exist")
-    return PrometheusOptions(url=url, window_seconds=window, token=args.token,
-                             username=args.user, password=args.password,
-                             ca_file=str(args.ca_file) if args.ca_file else None,
-                             insecure_skip_tls_verify=args.insecure, timeout=timeout)
+    ca_file = args.prometheus_ca_file
+    if ca_file is not None and not ca_file.is_file():
+        raise InputError(f"--prometheus-ca-file {ca_file} does not exist")
+    return PrometheusOptions(url=url, window_seconds=window, token=args.prometheus_token,
+                             username=args.prometheus_user,
+                             password=args.prometheus_password,
+                             ca_file=str(ca_file) if ca_file else None,
+                             insecure_skip_tls_verify=args.prometheus_insecure_skip_tls_verify,
+                             timeout=timeout)
 
 
 def live_collector(namespace: str | None, all_namespaces: bool, kubeconfig: str | None,
@@ -384,7 +377,7 @@ def live_collector(namespace: str | None, all_namespaces: bool, kubeconfig: str 
 
     timeout = parse_duration(request_timeout)
     check_tail_lines(tail_lines)
-    prom = prometheus_options(prometheus or PrometheusArgs(), timeout)
+    prom = prometheus_options(prometheus, timeout) if prometheus is not None else None
     conn = connect(kubeconfig, context, timeout)
     opts = Options(namespace=namespace or conn.default_namespace, all_namespaces=all_namespaces,
                    selector=selector, tail_lines=tail_lines, request_timeout=timeout,

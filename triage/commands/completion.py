@@ -23,8 +23,7 @@ import typer
 from typer._completion_classes import BashComplete, FishComplete, ZshComplete
 
 from triage.collect import InputError
-from triage.commands.common import guard
-from triage.commands.flags import COMPLETE_VAR
+from triage.commands.common import COMPLETE_VAR, guard
 from triage.commands.options import DebugOpt
 
 PROG = "vllm-triage"

@@ -8,6 +8,7 @@ that cannot be read (the findings of what could be read are still printed).
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from enum import Enum
 from typing import Annotated
 
@@ -42,9 +43,22 @@ class FailOn(str, Enum):
     never = "never"
 
 
+def _one_of(kind: type[Enum]) -> Callable[[str], str]:
+    """The option's check: its value is one of ``kind``'s, or a usage error said in words
+    ("'wide' is not one of text, json, sarif, github"; typer's own wording quotes each
+    choice, or, from typer 0.29, adds pydantic's "Value error, ")."""
+    choices = [str(member.value) for member in kind]
+
+    def check(value: str) -> str:
+        if value not in choices:
+            raise typer.BadParameter(f"{value!r} is not one of {', '.join(choices)}")
+        return value
+    return check
+
+
 def lint(
-    files: Annotated[list[str] | None, typer.Argument(
-        metavar="FILE", hidden=True, show_default=False)] = None,
+    files: Annotated[list[str] | None, typer.Argument(  # usage: optional, repeatable
+        metavar="[FILE]...", hidden=True, show_default=False)] = None,
     filename: Annotated[list[str] | None, typer.Option(
         "-f", "--filename", metavar="FILE|DIR|-",
         help="Manifest file, directory of .yaml/.yml/.json files, or - for stdin "
@@ -55,12 +69,15 @@ def lint(
         "-k", "--kustomize", metavar="DIR",
         help="Render a kustomization directory with `kubectl kustomize` and lint the "
         "output (repeatable).")] = None,
-    output: Annotated[LintOutput, typer.Option(
-        "-o", "--output", metavar="FORMAT",
-        help="Output format: text, json, sarif, github.")] = LintOutput.text,
-    fail_on: Annotated[FailOn, typer.Option(
-        "--fail-on", metavar="LEVEL", help="Exit 1 when a finding is at least this severe: "
-        "critical, warning, info, or never.")] = FailOn.critical,
+    output: Annotated[str, typer.Option(
+        "-o", "--output", metavar="FORMAT", callback=_one_of(LintOutput),
+        autocompletion=lambda: [o.value for o in LintOutput],
+        help="Output format: text, json, sarif, github.")] = LintOutput.text.value,
+    fail_on: Annotated[str, typer.Option(
+        "--fail-on", metavar="LEVEL", callback=_one_of(FailOn),
+        autocompletion=lambda: [f.value for f in FailOn],
+        help="Exit 1 when a finding is at least this severe: critical, warning, info, or "
+        "never.")] = FailOn.critical.value,
     ignore: Annotated[list[str] | None, typer.Option(
         "--ignore", metavar="ID", help="Do not report this finding id (repeatable, or "
         "comma-separated).")] = None,
@@ -74,9 +91,9 @@ def lint(
 
     FILE... are manifest files, as with -f (how pre-commit passes them).
     """
-    from triage import pipeline
-    from triage.collect.manifests import Input, collect
-    from triage.report.lint_writers import writers
+    from triage.lint.manifests import Input, collect
+    from triage.lint.run import lint as lint_manifests
+    from triage.lint.writers import writers
 
     inputs = [Input(f) for f in [*(filename or []), *(files or [])]] + [Input(k, kustomize=True)
                                                   for k in kustomize or []]
@@ -87,16 +104,16 @@ def lint(
     ignored = {part for item in ignore or [] for part in regex.split(r"[\s,]+", item) if part}
     with guard(debug):
         manifests = collect(inputs, recursive)
-        report = pipeline.lint(manifests, list(patterns or []), ignored)
+        report = lint_manifests(manifests, list(patterns or []), ignored)
         unknown = sorted(ignored - {r.id for r in report.rules} - {"all"})
         if unknown:
             fail(f"--ignore {unknown[0]}: no such finding id (vllm-triage patterns lists "
                  "them)", EXIT_USAGE)
         for problem in report.problems:
             say(f"vllm-triage: error: {problem}")
-        sys.stdout.write(writers()[output.value](
-            report, output is LintOutput.text and use_color(), explain))
+        sys.stdout.write(writers()[output](
+            report, output == LintOutput.text.value and use_color(), explain))
         sys.stdout.flush()
     if report.problems:
         raise typer.Exit(EXIT_USAGE)
-    raise typer.Exit(1 if report.failing(fail_on.value) else EXIT_OK)
+    raise typer.Exit(1 if report.failing(fail_on) else EXIT_OK)

@@ -11,11 +11,10 @@ import typer
 from triage.collect import InputError
 
 if TYPE_CHECKING:
-    from triage.report.clusters import ClusterReport
+    from triage.clusters.report import ClusterReport
 from triage.commands.common import (
     EXIT_USAGE,
     Output,
-    PrometheusArgs,
     check_report_flags,
     emit,
     fail,
@@ -29,6 +28,7 @@ from triage.commands.common import (
     write_report,
 )
 from triage.commands.options import (
+    NO_PROMETHEUS,
     AllContextsOpt,
     AllNsOpt,
     ContextsOpt,
@@ -40,20 +40,16 @@ from triage.commands.options import (
     OutputFileOpt,
     OutputOpt,
     PatternsOpt,
-    PromCaOpt,
-    PrometheusOpt,
-    PromInsecureOpt,
-    PromPasswordOpt,
-    PromTokenOpt,
-    PromUserOpt,
+    PrometheusArgs,
     QuietOpt,
     SelectorOpt,
-    SinceOpt,
     TailOpt,
     TimeoutOpt,
+    with_prometheus_options,
 )
 
 
+@with_prometheus_options
 def scan(
     namespace: NamespaceOpt = None,
     all_namespaces: AllNsOpt = False,
@@ -69,32 +65,23 @@ def scan(
     request_timeout: TimeoutOpt = "30s",
     tail_lines: TailOpt = 3000,
     patterns: PatternsOpt = None,
-    prometheus: PrometheusOpt = None,
-    since: SinceOpt = "30m",
-    prometheus_token: PromTokenOpt = None,
-    prometheus_user: PromUserOpt = None,
-    prometheus_password: PromPasswordOpt = None,
-    prometheus_ca_file: PromCaOpt = None,
-    prometheus_insecure_skip_tls_verify: PromInsecureOpt = False,
+    prometheus: PrometheusArgs = NO_PROMETHEUS,  # the --prometheus options
     debug: DebugOpt = False,
 ) -> None:
     """Read the cluster and print the diagnosis and the 10-step checklist."""
-    prom = PrometheusArgs(prometheus, since, prometheus_token, prometheus_user,
-                          prometheus_password, prometheus_ca_file,
-                          prometheus_insecure_skip_tls_verify)
     with guard(debug):
         fmt = report_format(output)
         check_report_flags(output_file, quiet, fail_on)
     contexts = list(dict.fromkeys(context or []))
     if all_contexts or len(contexts) > 1:
         scan_clusters(contexts, all_contexts, namespace, all_namespaces, kubeconfig, selector,
-                      fmt, output_file, request_timeout, tail_lines, patterns, prom, debug,
+                      fmt, output_file, request_timeout, tail_lines, patterns, prometheus, debug,
                       quiet=quiet, fail_on=fail_on, fix_dir=fix_dir)
     with guard(debug):
         with progress() as tick:
             collector = live_collector(namespace, all_namespaces, kubeconfig,
                                        contexts[0] if contexts else None,
-                                       selector, request_timeout, tail_lines, tick, prom)
+                                       selector, request_timeout, tail_lines, tick, prometheus)
             snap = collector.begin()
             # Each pod is analysed as soon as its reads are in, while the others are read.
             with collector.reading(snap) as arrivals:
@@ -114,8 +101,8 @@ def scan_clusters(contexts: list[str], all_contexts: bool, namespace: str | None
                   fix_dir: Path | None = None) -> None:
     """scan over several clusters: read in parallel, one report with a section each;
     --fail-on, -q and --fix-dir apply to the whole run (patch files named per cluster)."""
-    from triage import fleet
-    from triage.report.clusters import render
+    from triage.clusters import scan as fleet
+    from triage.clusters.report import render
 
     with guard(debug):
         if all_contexts:
@@ -150,7 +137,7 @@ def scan_clusters(contexts: list[str], all_contexts: bool, namespace: str | None
 
 def write_fixes(sections: list[ClusterReport], fix_dir: Path) -> None:
     """--fix-dir over several clusters: each cluster's patches, its context in the names."""
-    from triage.report import fixdir
+    from triage.fixes import files as fixdir
 
     written: list[Path] = []
     for s in sections:

@@ -12,7 +12,6 @@ import typer
 from triage.collect import InputError
 from triage.commands.common import (
     EXIT_OK,
-    PrometheusArgs,
     Terminated,
     guard,
     parse_duration,
@@ -20,6 +19,7 @@ from triage.commands.common import (
     say,
 )
 from triage.commands.options import (
+    NO_PROMETHEUS,
     AllContextsOpt,
     AllNsOpt,
     ContextsOpt,
@@ -27,16 +27,11 @@ from triage.commands.options import (
     KubeconfigOpt,
     NamespaceOpt,
     PatternsOpt,
-    PromCaOpt,
-    PrometheusOpt,
-    PromInsecureOpt,
-    PromPasswordOpt,
-    PromTokenOpt,
-    PromUserOpt,
+    PrometheusArgs,
     SelectorOpt,
-    SinceOpt,
     TailOpt,
     TimeoutOpt,
+    with_prometheus_options,
 )
 
 if TYPE_CHECKING:
@@ -57,6 +52,7 @@ Serves /metrics (Prometheus), /report (HTML), /report.json, /report.md,
 """
 
 
+@with_prometheus_options
 def watch(
     namespace: NamespaceOpt = None,
     all_namespaces: AllNsOpt = False,
@@ -81,21 +77,12 @@ def watch(
     request_timeout: TimeoutOpt = "30s",
     tail_lines: TailOpt = 3000,
     patterns: PatternsOpt = None,
-    prometheus: PrometheusOpt = None,
-    since: SinceOpt = "30m",
-    prometheus_token: PromTokenOpt = None,
-    prometheus_user: PromUserOpt = None,
-    prometheus_password: PromPasswordOpt = None,
-    prometheus_ca_file: PromCaOpt = None,
-    prometheus_insecure_skip_tls_verify: PromInsecureOpt = False,
+    prometheus: PrometheusArgs = NO_PROMETHEUS,  # the --prometheus options
     debug: DebugOpt = False,
 ) -> None:
     """Triage on an interval in the cluster; serve the findings as Prometheus metrics."""
     from triage.watch.run import parse_interval, parse_listen, serve
 
-    prom = PrometheusArgs(prometheus, since, prometheus_token, prometheus_user,
-                          prometheus_password, prometheus_ca_file,
-                          prometheus_insecure_skip_tls_verify)
     stop = threading.Event()
     with guard(debug):
         try:
@@ -130,7 +117,7 @@ def watch(
         # One cluster: a kubeconfig or credentials that cannot be loaded is an error now
         # (exit 2 or 3). Several: that cluster fails and is retried, the others go on.
         clusters = [cluster_watch(ctx, cluster_name, namespace, all_namespaces, kubeconfig,
-                                  selector, request_timeout, tail_lines, prom,
+                                  selector, request_timeout, tail_lines, prometheus,
                                   list(patterns or []), every, eager=len(contexts) == 1)
                     for ctx in contexts]
         try:

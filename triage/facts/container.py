@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
-from triage import workload
-from triage.facts import ContainerContext, Measured, Unmeasurable, fact, stream_label
+from triage.facts import (
+    ContainerContext,
+    Measured,
+    NodeContext,
+    PodContext,
+    Unmeasurable,
+    fact,
+    stream_label,
+)
+from triage.kube import workload
 from triage.results import Location
 from triage.snapshot import LOG_STREAMS, Obj
 
@@ -147,7 +155,7 @@ def log_lines_read(ctx: ContainerContext) -> Measured:
 
 @fact("unschedulable_message", unit="text", scope="pod",
       doc="the scheduler's message while the pod's PodScheduled condition is False")
-def unschedulable_message(ctx: ContainerContext) -> Measured:
+def unschedulable_message(ctx: PodContext) -> Measured:
     ctx.runtime("the pod's status")
     for cond in (ctx.pod.get("status") or {}).get("conditions") or []:
         if isinstance(cond, dict) and cond.get("type") == "PodScheduled" and \
@@ -161,7 +169,7 @@ def unschedulable_message(ctx: ContainerContext) -> Measured:
 @fact("node_disk_pressure", unit="text", scope="node",
       doc="status of the DiskPressure condition of the pod's node (True, False, Unknown, "
           "'not reported'); None when the pod is on no node that was read")
-def node_disk_pressure(ctx: ContainerContext) -> Measured:
+def node_disk_pressure(ctx: NodeContext) -> Measured:
     ctx.runtime("the pod's node")
     if ctx.node is None:
         why = ctx.node_failure()
@@ -258,7 +266,7 @@ def service_link_vllm_port(ctx: ContainerContext) -> Measured:
 @fact("pod_state", unit="text", scope="pod",
       doc="a kubectl-like one-word state of the pod: CrashLoopBackOff, OOMKilled, Pending, "
           "Running, Running (not ready), ...")
-def pod_state(ctx: ContainerContext) -> Measured:
+def pod_state(ctx: PodContext) -> Measured:
     ctx.runtime("the pod's status")
     state = workload.pod_state(ctx.pod)
     return Measured(state, f"pod {ctx.pod_name} is {state}")
@@ -279,7 +287,7 @@ def container_state(ctx: ContainerContext) -> Measured:
 
 @fact("metrics_models", unit="list", scope="pod",
       doc="the model names vLLM's /metrics reports (model_name label)")
-def metrics_models(ctx: ContainerContext) -> Measured:
+def metrics_models(ctx: PodContext) -> Measured:
     failed = ctx.metrics_failure()
     if failed:
         raise Unmeasurable(failed)

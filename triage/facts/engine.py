@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from triage import lazyregex, linetime, workload
 from triage.facts import (
     LOG_QUERIES,
     ContainerContext,
@@ -14,14 +13,15 @@ from triage.facts import (
     fact,
     stream_label,
 )
-from triage.logs import Hit, LogLine, Query
+from triage.kube import workload
+from triage.logs import Hit, LogLine, Query, linetime
 from triage.results import Location
 from triage.snapshot import CURRENT, PREVIOUS, meta
+from triage.vllm import wordings
 
-_MAX_MODEL_LEN_LOG = LOG_QUERIES.add(Query(lazyregex.compile(
-    r"\bUsing max model len (\d+)|\bmax_seq_len=(\d+)")))
-_BATCHED_TOKENS_LOG = LOG_QUERIES.add(Query(lazyregex.compile(
-    r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)")))
+_MAX_MODEL_LEN_LOG = LOG_QUERIES.add(Query(wordings.either("vllm_max_model_len_used",
+                                                            "vllm_config_max_seq_len")))
+_BATCHED_TOKENS_LOG = LOG_QUERIES.add(Query(wordings.regex("vllm_chunked_prefill_budget")))
 
 
 def where(ctx: ContainerContext, stream: str, line: LogLine) -> str:
@@ -185,24 +185,22 @@ def _int(text: str | None) -> int | None:
         return None
 
 
-# vLLM's periodic stats line, every 10 s while it serves: V1 "Engine 000: Avg prompt
-# throughput: ..., Running: 118 reqs, Waiting: 23 reqs, GPU KV cache usage: 99.8%, ..."
-# (v1/metrics/loggers.py; 0.33 may add "Deferred: N reqs, Preemptions: N," before the KV
-# usage), V0 "... Running: 6 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage:
-# 7.2%, CPU KV cache usage: 0.0%." (engine/metrics.py).
+# vLLM's periodic stats line, every 10 s while it serves (patterns/wordings.yaml's
+# vllm_stats_line: V1 "Engine 000: Avg prompt throughput: ..., Running: 118 reqs, Waiting:
+# 23 reqs, GPU KV cache usage: 99.8%, ...", V0 "... Running: 6 reqs, Swapped: 0 reqs,
+# Pending: 0 reqs, GPU KV cache usage: 7.2%, ..."). The same query as the progress facts':
+# those keep more of its lines (a line cut after "Running: N reqs" too), the series here
+# reads the last STATS_LINES_KEPT whole ones.
 STATS_LINES_KEPT = 12  # two minutes of them
-_STATS_LOG = LOG_QUERIES.add(Query(lazyregex.compile(
-    r"(?:\bEngine (\d+): )?Avg prompt throughput: [\d.]+ tokens/s, Avg generation "
-    r"throughput: [\d.]+ tokens/s, Running: (\d+) reqs, (?:Swapped: \d+ reqs, Pending|Waiting): "
-    r"(\d+) reqs,(?: [A-Za-z ]+: [\d.]+(?: reqs)?,)*? GPU KV cache usage: ([\d.]+)%")),
-    STATS_LINES_KEPT)
+_STATS_LOG = LOG_QUERIES.add(Query(wordings.regex("vllm_stats_line")), STATS_LINES_KEPT)
+_STATS_QUEUE = wordings.regex("vllm_stats_queue")  # what follows "Running: N reqs"
 
 
-# How old the last stats line may be to say what the server does now: vLLM prints one
-# every 10 s while it serves, and V1 prints none while it is idle (loggers.py logs an idle
-# tick at DEBUG), so a last line older than this says what it did then, not now. This
-# defines the measurement ("recent"); the patterns' thresholds decide what it means.
-STATS_FRESH_SECONDS = 300
+# How old the last stats line may be to say what the server does now is the setting
+# stats_fresh_seconds of patterns/checklist.yaml: vLLM prints one every 10 s while it
+# serves, and V1 prints none while it is idle (loggers.py logs an idle tick at DEBUG), so
+# a last line older than that says what it did then, not now.
+FRESH_SETTING = "stats_fresh_seconds"
 
 
 @dataclass(frozen=True)
@@ -216,10 +214,11 @@ class StatsSeries:
     last: int
     age_s: float | None  # the last tick to the collection time; None when not known
     time_source: str | None
+    fresh_s: float  # how old the last tick may be to say what the server does now
 
     @property
     def fresh(self) -> bool:
-        return self.age_s is not None and self.age_s <= STATS_FRESH_SECONDS
+        return self.age_s is not None and self.age_s <= self.fresh_s
 
     def span(self) -> str:
         """'22:50:09-22:50:29 UTC' (the date too when the last is over a day old)."""
@@ -263,7 +262,9 @@ def _recent_stats(ctx: ContainerContext) -> StatsSeries | None:
     index = ctx.log(CURRENT)
     if index is None:
         return None
-    hits = list(index.result(_STATS_LOG, STATS_LINES_KEPT).last)
+    hits = [(h, queue) for h in index.result(_STATS_LOG, STATS_LINES_KEPT).last
+            for queue in [_STATS_QUEUE.match(h.line.message, h.span[1])]
+            if queue is not None][-STATS_LINES_KEPT:]  # whole lines, with the queue
     if not hits:
         return None
     state = ctx.status.get("state") or {}
@@ -273,9 +274,9 @@ def _recent_stats(ctx: ContainerContext) -> StatsSeries | None:
     ticks: dict[str, list[float]] = {}
     times: dict[str, datetime | None] = {}
     source: str | None = None
-    for hit in hits:
+    for hit, queue in hits:
         stamp = _stamp_of(hit.line.raw)
-        running, waiting, usage = (float(str(g)) for g in hit.groups[2:5])
+        running, waiting, usage = (float(str(g)) for g in (hit.groups[3], *queue.groups()))
         key = stamp or str(hit.line.number)
         tick = ticks.setdefault(key, [0.0, 0.0, 0.0])
         tick[0] += running
@@ -290,7 +291,8 @@ def _recent_stats(ctx: ContainerContext) -> StatsSeries | None:
     last_time = times[list(ticks)[-1]]
     age = max(0.0, (now - last_time).total_seconds()) if now and last_time else None
     return StatsSeries([(t[0], t[1], t[2]) for t in ticks.values()], list(times.values()),
-                       hits[0].line.number, hits[-1].line.number, age, source)
+                       hits[0][0].line.number, hits[-1][0].line.number, age, source,
+                       float(ctx.setting(FRESH_SETTING)))
 
 
 def stats_source(ctx: ContainerContext, series: StatsSeries) -> str:
@@ -309,7 +311,7 @@ def _stale(series: StatsSeries) -> str:
     if series.age_s is None:
         return "the time of vLLM's last stats line is not known"
     return (f"vLLM's last stats line is {age_text(series.age_s)} before the collection "
-            f"(over {age_text(STATS_FRESH_SECONDS)})")
+            f"(over {age_text(series.fresh_s)})")
 
 
 def stats_summary(ctx: ContainerContext) -> str | None:
@@ -337,13 +339,10 @@ def _stats_summary(ctx: ContainerContext) -> str | None:
             f"{series.span()}): {body}")
 
 
-_STAMP = lazyregex.compile(r"\b(\d\d-\d\d \d\d:\d\d:\d\d)\b")
-
-
 def _stamp_of(raw: str) -> str | None:
     """vLLM's 'MM-DD hh:mm:ss' on a log line."""
-    m = _STAMP.search(raw)
-    return m.group(1) if m else None
+    m = linetime.VLLM_STAMP.search(raw)
+    return m.group(0) if m else None
 
 
 def _recent(ctx: ContainerContext, i: int, what: str, as_percent: bool = False) -> Measured:

@@ -4,20 +4,15 @@ They do not decide that something failed (the patterns do, from the same
 lines); they name the parts a person acts on: the transport of an NCCL
 failure and the rank that printed it.
 
-Texts: PyTorch ``ProcessGroupNCCL.cpp`` ("Watchdog caught collective
-operation timeout: WorkNCCL(SeqNum=N, OpType=OP, ..., Timeout(ms)=N)"),
-NCCL ``src/init.cc`` ncclGetErrorString and the ``NCCL WARN`` lines of
-``transport/p2p.cc``, ``misc/ibvwrap.cc``, ``transport/net_ib``,
-``misc/socket.cc``, ``proxy.cc``; vLLM ``pynccl_wrapper.py`` ("NCCL error:
-...") and ``csrc/custom_all_reduce.cuh`` ("Failed: Cuda error ... 'peer
-access is not supported between these two devices'").
+Texts: ``patterns/wordings.yaml`` (``nccl_*``, ``cuda_peer_access_unsupported``), each
+with its source: PyTorch's ProcessGroupNCCL watchdog, NCCL's result codes and WARN lines,
+vLLM's pynccl wrapper and custom all-reduce.
 """
 
 from __future__ import annotations
 
 import regex
 
-from triage import lazyregex
 from triage.facts import (
     LOG_QUERIES,
     ContainerContext,
@@ -28,37 +23,35 @@ from triage.facts import (
 )
 from triage.logs import LogLine, Query
 from triage.snapshot import CURRENT, PREVIOUS
+from triage.speed import lazyregex
+from triage.vllm import wordings
 
-# Most specific first: a timeout or a transport beats the bare result code.
+# Most specific first: a timeout or a transport beats the bare result code. The texts are
+# patterns/wordings.yaml's; nccl-failure and shm-too-small name some of the same.
 _NCCL_REGEXES: tuple[tuple[str, regex.Pattern[str]], ...] = (
-    ("collective timeout", lazyregex.compile(
-        r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), "
-        r"OpType=(?P<op>\w+)[^)]*?Timeout\(ms\)=(?P<ms>\d+)\)")),
-    ("P2P / CUDA IPC between GPUs", lazyregex.compile(
-        r"peer access is not supported between these two devices|failed to open CUDA IPC "
-        r"handle|transport/p2p\.cc:\d+ NCCL WARN")),
-    ("InfiniBand / RoCE verbs", lazyregex.compile(
-        r"NCCL WARN (?:Call to ibv_\w+ failed|NET/IB ?: (?:Got completion|\S+:\d+ async "
-        r"fatal))")),
-    ("socket (TCP) between ranks", lazyregex.compile(
-        r"NCCL WARN (?:socket\w+:|Connect to \S+ failed|NET/Socket|\[Proxy Service \d+\]|"
-        r"Socket recv failed)|socketProgress\w*: Call to \w+ from \S+ failed|Proxy Call to "
-        r"rank \d+ failed")),
-    ("NCCL remote error (a peer exited or the network failed)", lazyregex.compile(
-        r"remote process exited or there was a network error|\bncclRemoteError\b")),
-    ("NCCL internal error", lazyregex.compile(r"\bncclInternalError\b|NCCL error[^,]*, internal "
-                                          r"error")),
-    ("NCCL system error", lazyregex.compile(
-        r"unhandled system error|\bncclSystemError\b|NCCL_ERROR_SYSTEM_ERROR")),
-    ("NCCL CUDA error", lazyregex.compile(r"unhandled cuda error|\bncclUnhandledCudaError\b")),
+    ("collective timeout", wordings.regex("nccl_watchdog_timeout")),
+    ("P2P / CUDA IPC between GPUs", wordings.either("cuda_peer_access_unsupported",
+                                                    "nccl_p2p_warn")),
+    ("InfiniBand / RoCE verbs", wordings.regex("nccl_ib_verbs_warn")),
+    ("socket (TCP) between ranks", wordings.either(
+        "nccl_socket_warn", "nccl_socket_progress_failed", "nccl_proxy_call_failed")),
+    ("NCCL remote error (a peer exited or the network failed)",
+     wordings.regex("nccl_remote_error")),
+    ("NCCL internal error", wordings.regex("nccl_internal_error")),
+    ("NCCL system error", wordings.regex("nccl_system_error")),
+    ("NCCL CUDA error", wordings.regex("nccl_cuda_error")),
 )
 # Answered by the scan's one pass over each log, like every pattern's regex.
 _NCCL_KINDS = tuple((kind, LOG_QUERIES.add(Query(rx))) for kind, rx in _NCCL_REGEXES)
+# What the watchdog's line says after "WorkNCCL(": the collective and the timeout.
+_WATCHDOG_WORK = wordings.regex("nccl_watchdog_work")
+# Who printed a line: torch.distributed's [rank0]: / [Rank 0], vLLM's worker process names.
 _RANK = (
     lazyregex.compile(r"\[[Rr]ank ?(\d+)\]"),
     lazyregex.compile(r"\bWorker_TP(\d+)"),
     lazyregex.compile(r"\brank=(\d+)"),
 )
+# NCCL's own prefix of its lines: host:pid:tid [local GPU].
 _NCCL_DEVICE = lazyregex.compile(r"\S+:\d+:\d+ \[(\d+)\] ")
 
 
@@ -88,11 +81,14 @@ def nccl_failure(ctx: ContainerContext) -> Measured:
                     continue
                 what = kind
                 if kind == "collective timeout":
-                    secs = int(m.group("ms")) / 1000
-                    what = (f"collective timeout: {m.group('op')} SeqNum={m.group('seq')} gave "
-                            f"up after {secs:g} s"
+                    work = _WATCHDOG_WORK.match(line.message, m.end())
+                    if work is None:  # the watchdog's line without its work item
+                        continue
+                    secs = int(work.group("ms")) / 1000
+                    what = (f"collective timeout: {work.group('op')} SeqNum={work.group('seq')} "
+                            f"gave up after {secs:g} s"
                             + (" (the first collective: the ranks never connected)"
-                               if m.group("seq") == "1" else ""))
+                               if work.group("seq") == "1" else ""))
                 rank = _rank(line)
                 return Measured(what, f"{what}" + (f", on {rank}" if rank else "")
                                 + f": {stream_label(stream)} ({ctx.name}) line {line.number}: "

@@ -12,10 +12,19 @@ from __future__ import annotations
 
 import posixpath
 
-from triage import lazyregex, workload
-from triage.facts import LOG_QUERIES, ContainerContext, Measured, Unmeasurable, fact, stream_label
+from triage.facts import (
+    LOG_QUERIES,
+    ContainerContext,
+    Measured,
+    PodContext,
+    Unmeasurable,
+    fact,
+    stream_label,
+)
+from triage.kube import workload
 from triage.logs import Hit, Query
 from triage.snapshot import CURRENT, PREVIOUS
+from triage.vllm import wordings
 
 # Environment variables that move a cache of vLLM, Hugging Face, torch, Triton or XDG.
 CACHE_ENV = (
@@ -55,7 +64,7 @@ def run_as_user(ctx: ContainerContext) -> Measured:
 @fact("fs_group", unit="gid", scope="pod",
       doc="spec.securityContext.fsGroup: the group volumes are made writable for; None "
           "when unset")
-def fs_group(ctx: ContainerContext) -> Measured:
+def fs_group(ctx: PodContext) -> Measured:
     pod = workload.pod_spec(ctx.pod).get("securityContext") or {}
     gid = pod.get("fsGroup") if isinstance(pod, dict) else None
     if gid is None:
@@ -96,9 +105,7 @@ def cache_env(ctx: ContainerContext) -> Measured:
 # CPython's OSError text for EACCES and EROFS, with the path it names; not huggingface_hub's
 # "Could not cache non-existence of file. Will ignore error and continue. Error: [Errno 13]",
 # which does not fail.
-_UNWRITABLE = LOG_QUERIES.add(Query(lazyregex.compile(
-    r"(?<!Will ignore error and continue\. Error: )\[Errno (?:13\] Permission denied|"
-    r"30\] Read-only file system): '([^'\n]{1,1024})'")))
+_UNWRITABLE = LOG_QUERIES.add(Query(wordings.regex("python_unwritable_path")))
 
 
 def _unwritable(ctx: ContainerContext) -> tuple[str, str, Hit] | None:

@@ -19,10 +19,13 @@ from typing import Any
 
 import regex
 
-from triage import lazyregex, workload
-from triage.facts import ContainerContext, Measured, Unmeasurable, fact
+from triage.facts import ContainerContext, Measured, PodContext, Unmeasurable, fact
 from triage.facts.container import shm_location
+from triage.facts.contexts import OfPod
+from triage.kube import workload
 from triage.snapshot import PREVIOUS, Obj, event_times, meta
+from triage.speed import lazyregex
+from triage.vllm import wordings
 
 
 def parse_time(text: Any) -> datetime | None:
@@ -56,7 +59,7 @@ def _condition(pod: Obj, kind: str) -> Obj | None:
 @fact("pod_created", unit="bool", scope="pod",
       doc="the pod exists in a cluster (read from the API server or a bundle); false for the "
           "pod lint builds from a manifest's template before anything is applied")
-def pod_created(ctx: ContainerContext) -> Measured:
+def pod_created(ctx: PodContext) -> Measured:
     if ctx.snapshot.static is not None:
         return Measured(False, f"pod {ctx.pod_name} is not created yet: it is built from its "
                                f"manifest's pod template ({ctx.snapshot.static})")
@@ -66,7 +69,7 @@ def pod_created(ctx: ContainerContext) -> Measured:
 @fact("pod_scheduled", unit="bool", scope="pod",
       doc="the pod is bound to a node (PodScheduled=True, or spec.nodeName set); the "
           "evidence says since when and how long it waited for a node")
-def pod_scheduled(ctx: ContainerContext) -> Measured:
+def pod_scheduled(ctx: PodContext) -> Measured:
     ctx.runtime("the pod's status")
     cond = _condition(ctx.pod, "PodScheduled")
     node = ctx.node_name
@@ -97,13 +100,13 @@ def pod_scheduled(ctx: ContainerContext) -> Measured:
 
 # --- image pulls ---------------------------------------------------------------
 
+# A container's field path (spec.containers{vllm}) in front of an event's message: the
+# event's structure, as its involvedObject.fieldPath is.
 _CONTAINER_PREFIX = lazyregex.compile(
     r"^spec\.(?:init|ephemeral)?[cC]ontainers\{(?P<name>[^}]*)\}: ")
-_PULLED = lazyregex.compile(
-    r'Successfully pulled image "(?P<image>[^"]+)" in (?P<took>[0-9.hmsuµn]+)'
-    r'(?: \((?P<waiting>[0-9.hmsuµn]+) including waiting\))?(?:\. Image size: (?P<size>\d+) '
-    r'bytes)?')
-_PRESENT = lazyregex.compile(r'Container image "(?P<image>[^"]+)" already present on machine')
+# The kubelet's Pulled events (patterns/wordings.yaml).
+_PULLED = wordings.regex("kubelet_image_pulled")
+_PRESENT = wordings.regex("kubelet_image_present")
 _GO_DURATION = lazyregex.compile(r"(\d+(?:\.\d+)?)(h|ms|us|µs|ns|m|s)")
 _UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6,
                  "ns": 1e-9}
@@ -199,7 +202,7 @@ def _claim_names(pod: Obj) -> list[str]:
     return names
 
 
-def _claims(ctx: ContainerContext) -> list[tuple[str, Obj | None]]:
+def _claims(ctx: OfPod) -> list[tuple[str, Obj | None]]:
     names = _claim_names(ctx.pod)
     if names:
         unread = ctx.unread("persistentvolumeclaims")
@@ -223,7 +226,7 @@ def describe_claim(name: str, pvc: Obj | None) -> str:
 @fact("volume_claims", unit="list", scope="pod",
       doc="the PersistentVolumeClaims the pod mounts; the evidence gives each one's phase, "
           "access modes, size and storage class")
-def volume_claims(ctx: ContainerContext) -> Measured:
+def volume_claims(ctx: PodContext) -> Measured:
     claims = _claims(ctx)
     if not claims:
         return Measured([], f"pod {ctx.pod_name} mounts no PersistentVolumeClaim")
@@ -243,7 +246,7 @@ def container_kind(ctx: ContainerContext) -> Measured:
 @fact("init_containers_ran", unit="bool", scope="pod",
       doc="an init container of the pod has run (it runs, has terminated or has restarted): "
           "the kubelet mounts every volume of the pod before the first init container starts")
-def init_containers_ran(ctx: ContainerContext) -> Measured:
+def init_containers_ran(ctx: PodContext) -> Measured:
     ctx.runtime("the pod's status")
     names = [str(c.get("name")) for c in workload.init_containers(ctx.pod)]
     for name in names:
@@ -261,7 +264,7 @@ def init_containers_ran(ctx: ContainerContext) -> Measured:
 
 @fact("unbound_claims", unit="list", scope="pod",
       doc="the pod's PersistentVolumeClaims that are not Bound (Pending, Lost) or do not exist")
-def unbound_claims(ctx: ContainerContext) -> Measured:
+def unbound_claims(ctx: PodContext) -> Measured:
     ctx.runtime("the claims' status")
     claims = _claims(ctx)
     unbound = [(n, p) for n, p in claims
@@ -279,7 +282,7 @@ _SINGLE_NODE_MODES = {"ReadWriteOnce", "ReadWriteOncePod"}
       doc="other Running pods that mount one of this pod's ReadWriteOnce / ReadWriteOncePod "
           "claims from another node (or, for ReadWriteOncePod, at all): who still holds the "
           "volume")
-def claim_holders(ctx: ContainerContext) -> Measured:
+def claim_holders(ctx: PodContext) -> Measured:
     ctx.runtime("the pods running in the namespace")
     claims = dict(_claims(ctx))
     single = {n: p for n, p in claims.items() if p is not None and _SINGLE_NODE_MODES & set(

@@ -13,9 +13,9 @@ does with the figure (a load time per GiB, a context limit) is the pattern's.
 
 from __future__ import annotations
 
-from triage import lazyregex
 from triage.facts import ContainerContext, Measured, Unmeasurable, fact
 from triage.facts.engine import flag_at
+from triage.speed import lazyregex
 
 _MOE = lazyregex.compile(r"(?i)(?:^|[-_/.])(\d+)x(\d+(?:\.\d+)?)b(?![a-z0-9])")
 _SIZE = lazyregex.compile(r"(?i)(?:^|[-_/.])(\d+(?:\.\d+)?)([bm])(?![a-z0-9])")

@@ -12,12 +12,13 @@ published.
 
 from __future__ import annotations
 
-from triage import workload
-from triage.facts import ContainerContext, Measured, Unmeasurable, fact
+from triage.facts import Measured, NodeContext, Unmeasurable, fact
+from triage.facts.contexts import OnNode
+from triage.kube import workload
 from triage.snapshot import Obj, meta
 
 
-def _node(ctx: ContainerContext) -> Obj | None:
+def _node(ctx: OnNode) -> Obj | None:
     ctx.runtime("the pod's node")
     if ctx.node is None:
         why = ctx.node_failure()
@@ -31,7 +32,7 @@ def _labels(node: Obj) -> dict[str, str]:
     return {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {}
 
 
-def _label_fact(ctx: ContainerContext, keys: tuple[str, ...], what: str) -> Measured:
+def _label_fact(ctx: OnNode, keys: tuple[str, ...], what: str) -> Measured:
     node = _node(ctx)
     if node is None:
         return Measured(None, "the pod is not on a node that was read")
@@ -45,13 +46,13 @@ def _label_fact(ctx: ContainerContext, keys: tuple[str, ...], what: str) -> Meas
 
 @fact("gpu_product", unit="text", scope="node",
       doc="the node's GPU model, GFD label nvidia.com/gpu.product (e.g. NVIDIA-L4, Tesla-T4)")
-def gpu_product(ctx: ContainerContext) -> Measured:
+def gpu_product(ctx: NodeContext) -> Measured:
     return _label_fact(ctx, ("nvidia.com/gpu.product",), "GPU product")
 
 
 @fact("gpu_memory_mib", unit="MiB", scope="node",
       doc="memory of one of the node's GPUs, GFD label nvidia.com/gpu.memory")
-def gpu_memory_mib(ctx: ContainerContext) -> Measured:
+def gpu_memory_mib(ctx: NodeContext) -> Measured:
     found = _label_fact(ctx, ("nvidia.com/gpu.memory",), "GPU memory")
     if found.value is None:
         return found
@@ -64,7 +65,7 @@ def gpu_memory_mib(ctx: ContainerContext) -> Measured:
 @fact("gpu_compute_capability", unit="version", scope="node",
       doc="CUDA compute capability of the node's GPUs, GFD labels nvidia.com/gpu.compute.major "
           "and .minor (7.5 Turing, 8.0 Ampere, 8.9 Ada, 9.0 Hopper)")
-def gpu_compute_capability(ctx: ContainerContext) -> Measured:
+def gpu_compute_capability(ctx: NodeContext) -> Measured:
     node = _node(ctx)
     if node is None:
         return Measured(None, "the pod is not on a node that was read")
@@ -85,7 +86,7 @@ def gpu_compute_capability(ctx: ContainerContext) -> Measured:
 @fact("cuda_driver_version", unit="version", scope="node",
       doc="the node's NVIDIA driver version, GFD label nvidia.com/cuda.driver-version.full "
           "(or the older cuda.driver.major/minor/rev)")
-def cuda_driver_version(ctx: ContainerContext) -> Measured:
+def cuda_driver_version(ctx: NodeContext) -> Measured:
     node = _node(ctx)
     if node is None:
         return Measured(None, "the pod is not on a node that was read")
@@ -108,7 +109,7 @@ def cuda_driver_version(ctx: ContainerContext) -> Measured:
 @fact("cuda_runtime_version", unit="version", scope="node",
       doc="the newest CUDA version the node's driver supports, GFD label "
           "nvidia.com/cuda.runtime-version.full (or cuda.runtime.major/minor)")
-def cuda_runtime_version(ctx: ContainerContext) -> Measured:
+def cuda_runtime_version(ctx: NodeContext) -> Measured:
     node = _node(ctx)
     if node is None:
         return Measured(None, "the pod is not on a node that was read")
@@ -126,7 +127,7 @@ def cuda_runtime_version(ctx: ContainerContext) -> Measured:
                           "discovery is not running there)")
 
 
-def _gpu_quantity(ctx: ContainerContext, section: str) -> Measured:
+def _gpu_quantity(ctx: OnNode, section: str) -> Measured:
     node = _node(ctx)
     if node is None:
         return Measured(None, "the pod is not on a node that was read")
@@ -144,12 +145,12 @@ def _gpu_quantity(ctx: ContainerContext, section: str) -> Measured:
 
 @fact("node_gpu_capacity", unit="GPUs", scope="node",
       doc="GPUs the device plugin registered on the pod's node (status.capacity)")
-def node_gpu_capacity(ctx: ContainerContext) -> Measured:
+def node_gpu_capacity(ctx: NodeContext) -> Measured:
     return _gpu_quantity(ctx, "capacity")
 
 
 @fact("node_gpu_allocatable", unit="GPUs", scope="node",
       doc="GPUs the node can hand out (status.allocatable); below capacity when the device "
           "plugin marked a GPU unhealthy")
-def node_gpu_allocatable(ctx: ContainerContext) -> Measured:
+def node_gpu_allocatable(ctx: NodeContext) -> Measured:
     return _gpu_quantity(ctx, "allocatable")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from triage import workload
 from triage.facts import ContainerContext, Measured, fact
+from triage.kube import workload
 
 
 @fact("has_startup_probe", unit="bool", scope="container",

@@ -3,10 +3,10 @@ a serving engine still generates.
 
 They measure; ``startup-stalled`` and ``engine-hung`` hold the thresholds.
 Times are the kubelet's when the log was read with ``timestamps=true`` and
-vLLM's own stamps otherwise (``triage.linetime``); the evidence says which.
+vLLM's own stamps otherwise (``triage.logs.linetime``); the evidence says which.
 
-Texts (shared reference section 3; vLLM 0.6.6, 0.10.1.1, 0.33.0): the start-up
-milestones vLLM prints ("Initializing a V1 LLM engine", "rank 0 in world size
+Texts (``patterns/wordings.yaml``, each with its source; vLLM 0.6.6, 0.10.1.1, 0.33.0):
+the start-up milestones vLLM prints ("Initializing a V1 LLM engine", "rank 0 in world size
 2 is assigned as ...", NCCL INFO lines, "Loading safetensors checkpoint
 shards: 62% Completed | 5/8", "Memory profiling", "Available KV cache
 memory", "Capturing CUDA graphs", "Starting vLLM API server"); the periodic
@@ -30,81 +30,69 @@ from datetime import datetime
 
 import regex
 
-from triage import lazyregex, linetime
 from triage.facts import LOG_QUERIES, ContainerContext, Measured, Unmeasurable, fact
-from triage.logs import Hit, LogIndex, LogLine, Query
+from triage.logs import Hit, LogIndex, LogLine, Query, bars, linetime
 from triage.snapshot import CURRENT
+from triage.vllm import wordings
 
 DOWNLOAD_SILENT = "download (no progress printed)"
 # Start-up milestones, in the order a start reaches them; the last one seen is where
-# the start is. Each is answered by the scan's one pass (its last match kept).
+# the start is. Each is answered by the scan's one pass (its last match kept). The texts
+# are patterns/wordings.yaml's.
 _MILESTONES: tuple[tuple[str, regex.Pattern[str]], ...] = (
-    ("CUDA init (engine starting)", lazyregex.compile(
-        r"Automatically detected platform cuda|Initializing (?:a V1 LLM engine|an LLM engine) "
-        r"\(v|Waiting for init message from front-end|vLLM API server version")),
-    ("NCCL / distributed init", lazyregex.compile(
-        r"\bNCCL INFO\b|vLLM is using nccl==|Found nccl from library|world size \d+ is "
-        r"assigned as|init_distributed_environment|Connected all (?:rings|trees)|"
-        r"custom_all_reduce|shm_broadcast\.py")),
+    ("CUDA init (engine starting)", wordings.either(
+        "vllm_platform_detected", "vllm_engine_init", "vllm_waiting_for_front_end",
+        "vllm_api_server_version")),
+    ("NCCL / distributed init", wordings.regex("vllm_distributed_init")),
     # The hub's own progress bars: per file (huggingface_hub 0.x), or one bar for the
-    # whole snapshot (>= 1.2 "Downloading (incomplete total...)", later "Reconstructing
-    # (incomplete total...)" beside "Downloading bytes").
-    ("download", lazyregex.compile(
-        r"(?i)Fetching \d+ files|Downloading (?:shards|model|\S+\.safetensors)|"
-        r"\.safetensors:\s+\d+%|download(?:ing)? weights|"
-        r"(?:Downloading|Reconstructing) \(incomplete total\.\.\.\)|Downloading bytes:")),
+    # whole snapshot (>= 1.2).
+    ("download", wordings.either("hub_download_progress", "hub_file_progress",
+                                 "hub_snapshot_progress")),
     # weight_utils.download_weights_from_hf logs the format, then downloads with its
     # progress bars disabled (DisabledTqdm) and says nothing until "Time spent
     # downloading weights for ...".
-    (DOWNLOAD_SILENT, lazyregex.compile(r"Using model weights format")),
-    ("weights load", lazyregex.compile(
-        r"Starting to load model|Loading model from scratch|Time spent downloading weights|"
-        r"Loading (?:safetensors|pt|np_cache) checkpoint shards|Loading safetensors using "
-        r"Runai|Loading weights took|Model loading took|Loading model weights took")),
-    ("torch.compile", lazyregex.compile(
-        r"torch\.compile|Dynamo bytecode transform|Compiling a graph for")),
-    ("KV cache sizing", lazyregex.compile(
-        r"Memory profiling|Available KV cache memory|KV cache size: [\d,]+ tokens|"
-        r"# (?:GPU|cuda|xpu|hpu) blocks:|Maximum concurrency for")),
-    ("CUDA graph capture", lazyregex.compile(
-        r"Capturing CUDA graph|Capturing cudagraphs|Graph capturing finished")),
+    (DOWNLOAD_SILENT, wordings.regex("vllm_weights_format")),
+    ("weights load", wordings.either(
+        "vllm_load_start", "vllm_load_from_scratch", "vllm_download_time",
+        "vllm_shard_progress", "vllm_runai_loading", "vllm_weights_load_time",
+        "vllm_model_loading_took", "vllm_v0_model_weights_took")),
+    ("torch.compile", wordings.either("vllm_torch_compile", "vllm_compiling_graph")),
+    ("KV cache sizing", wordings.either(
+        "vllm_memory_profiling", "vllm_available_kv_cache_memory", "vllm_kv_cache_size",
+        "vllm_gpu_blocks", "vllm_max_concurrency")),
+    ("CUDA graph capture", wordings.either("vllm_cuda_graph_capture", "vllm_cuda_graph_done")),
     # Serving: the server's start lines, and what only a serving server prints (the
     # periodic stats line, an HTTP access line: the port opens when the engine is
     # ready), for a log read whose start scrolled out of the tail.
-    ("ready", lazyregex.compile(
-        r"Starting vLLM (?:API )?server|Application startup complete|Uvicorn running on|"
-        r"Available routes are:|Avg prompt throughput: [\d.]+ tokens/s|"
-        r"\"(?:GET|POST|PUT|DELETE|HEAD|OPTIONS) /\S* HTTP/[\d.]+\" \d{3}\b")),
+    ("ready", wordings.either("vllm_server_ready", "vllm_stats_line", "http_access_line")),
 )
 _MILESTONE_QUERIES = tuple((name, LOG_QUERIES.add(Query(rx, None)))
                            for name, rx in _MILESTONES)
-_SHARDS = lazyregex.compile(r"checkpoint shards:\s+(\d+)% Completed \| (\d+)/(\d+)")
-_DOWNLOAD = lazyregex.compile(r"(\S+\.safetensors):\s+(\d+)%")
-_DOWNLOAD_ALL = lazyregex.compile(
-    r"(?:Downloading|Reconstructing) \(incomplete total\.\.\.\):\s+(\d+)%")
+_SHARDS = wordings.regex("vllm_shard_progress")
+_SHARD_BAR = wordings.regex("vllm_shard_bar")
+_DOWNLOAD = wordings.regex("hub_file_progress")
+_DOWNLOAD_ALL = wordings.regex("hub_snapshot_progress")
 # V1's model runner (V0's too) says it starts loading. Up to 0.11 weight_utils then logs
 # "Using model weights format" at INFO before it downloads; later versions log it at
 # DEBUG, so after "Starting to load model" of a hub model the download prints nothing
 # (vLLM 0.13: "Starting to load model Qwen/Qwen3-30B-A3B-FP8...", 14 minutes of nothing,
 # "Time spent downloading weights for ...: 826.33 seconds").
-_LOAD_START = lazyregex.compile(r"Starting to load model|Loading model from scratch")
+_LOAD_START = wordings.either("vllm_load_start", "vllm_load_from_scratch")
 _FORMAT_AT_DEBUG_FROM = (0, 12)
-VERSION = LOG_QUERIES.add(Query(lazyregex.compile(
-    r"vLLM API server version (\d+)\.(\d+)|Initializing (?:a V1 LLM engine|an LLM engine) "
-    r"\(v(\d+)\.(\d+)"), None))
+VERSION = LOG_QUERIES.add(Query(wordings.either("vllm_api_server_version", "vllm_engine_init"),
+                                None))
 
 # Hang signals while serving, and what shows progress.
-_SHM_WAIT = lazyregex.compile(
-    r"No available shared memory broadcast block found in (\d+) seconds?")
-_STATS = lazyregex.compile(
-    r"Avg generation throughput: ([\d.]+) tokens/s, Running: (\d+) reqs")
 # uvicorn's access line ("POST /v1/chat/completions HTTP/1.1" 200 OK) is not progress: it
 # is written when the response starts, so a streaming request to a hung engine logs 200,
 # and so does a router's GET /v1/models poll. Only a stats line that shows tokens
 # generated (or nothing left running) ends a stall.
 _KEPT = 64
-SHM_WAITS = LOG_QUERIES.add(Query(_SHM_WAIT, None), keep_last=_KEPT)
-STATS = LOG_QUERIES.add(Query(_STATS, None), keep_last=_KEPT)
+SHM_WAITS = LOG_QUERIES.add(Query(wordings.regex("vllm_shm_broadcast_wait"), None),
+                            keep_last=_KEPT)
+# vllm_stats_line's groups: engine, generation tokens/s, running, waiting, KV cache usage.
+STATS = LOG_QUERIES.add(Query(wordings.regex("vllm_stats_line"), None), keep_last=_KEPT)
+STATS_GENERATION, STATS_RUNNING = 2, 3
 
 
 def _anchor(ctx: ContainerContext) -> datetime | None:
@@ -230,8 +218,9 @@ def _milestone_label(ctx: ContainerContext, index: LogIndex, name: str,
     line = hit.line.message
     if name == "weights load":
         m = _SHARDS.search(line)
-        if m:
-            return f"weights shard {m.group(2)}/{m.group(3)} ({m.group(1)}%)", ""
+        bar = _SHARD_BAR.match(line, m.end()) if m else None
+        if bar:
+            return f"weights shard {bar.group(2)}/{bar.group(3)} ({bar.group(1)}%)", ""
         why = _silent_download_after_load_start(ctx, index) \
             if _LOAD_START.search(line) else None
         if why:
@@ -246,8 +235,9 @@ def _milestone_label(ctx: ContainerContext, index: LogIndex, name: str,
         if m:
             return f"download ({m.group(1)} at {m.group(2)}%)", ""
         m = _DOWNLOAD_ALL.search(line)
-        if m:
-            return f"download (all files at {m.group(1)}%)", ""
+        percent = bars.PERCENT.match(line, m.end()) if m else None
+        if percent:
+            return f"download (all files at {percent.group(1)}%)", ""
     return name, ""
 
 
@@ -301,8 +291,8 @@ def engine_stalled_seconds(ctx: ContainerContext) -> Measured:
         key=lambda t: t[0])
     run: list[tuple[str, Hit]] = []
     for number, kind, hit in reversed(hits):
-        progress = kind == "stats" and (float(hit.groups[1] or 0) > 0
-                                        or int(hit.groups[2] or 0) == 0)
+        progress = kind == "stats" and (float(hit.groups[STATS_GENERATION] or 0) > 0
+                                        or int(hit.groups[STATS_RUNNING] or 0) == 0)
         if number <= after or progress:
             break
         run.append((kind, hit))
@@ -321,7 +311,8 @@ def engine_stalled_seconds(ctx: ContainerContext) -> Measured:
     secs = (t1[0] - t0[0]).total_seconds() + waited
     waits = sum(1 for kind, _ in run if kind == "wait")
     stats = len(run) - waits
-    running = next((h.groups[2] for kind, h in reversed(run) if kind == "stats"), None)
+    running = next((h.groups[STATS_RUNNING] for kind, h in reversed(run) if kind == "stats"),
+                   None)
     what = ", ".join(filter(None, [
         f"{waits} shared-memory broadcast wait(s)" if waits else "",
         f"{stats} stats line(s) with {running} request(s) running and 0.0 tokens/s "

@@ -6,17 +6,20 @@ import heapq
 import itertools
 from typing import Any
 
-from triage import engine_config, lazyregex, workload
-from triage.facts import ContainerContext, Measured, Unmeasurable, fact
+from triage.facts import ContainerContext, Measured, PodContext, Unmeasurable, WorkloadContext, fact
+from triage.facts.contexts import OfWorkload
 from triage.facts.engine import where
+from triage.kube import workload
 from triage.results import Location
 from triage.snapshot import CURRENT, PREVIOUS, Obj, meta
+from triage.speed import lazyregex
+from triage.vllm import engine_config
 
 _QUEUE_METRIC = lazyregex.compile(r"num_requests_(running|waiting)")
 _KNATIVE = "autoscaling.knative.dev/"
 
 
-def _hpas(ctx: ContainerContext) -> list[Obj]:
+def _hpas(ctx: OfWorkload) -> list[Obj]:
     unread = ctx.unread("horizontalpodautoscalers")
     if unread:
         raise Unmeasurable(unread[0])
@@ -27,7 +30,7 @@ def _hpas(ctx: ContainerContext) -> list[Obj]:
                                     ctx.namespace)
 
 
-def _isvc(ctx: ContainerContext) -> Obj | None:
+def _isvc(ctx: OfWorkload) -> Obj | None:
     isvc = workload.inference_service(ctx.snapshot, ctx.pod)
     if isvc is None and workload.inference_service_name(ctx.pod):
         unread = ctx.unread("inferenceservices")
@@ -79,7 +82,7 @@ def _raw_hpa(isvc: Obj) -> tuple[str | None, str, Location]:
     return (value if value in ("hpa", "external", "none", "keda") else None), how, at
 
 
-def _knative_pod(ctx: ContainerContext) -> Obj | None:
+def _knative_pod(ctx: OfWorkload) -> Obj | None:
     """The autoscaling annotations of a Knative Service's pod (its revision template's),
     when the pod is not an InferenceService's (KServe's own are read from it)."""
     labels = meta(ctx.pod).get("labels") or {}
@@ -90,7 +93,7 @@ def _knative_pod(ctx: ContainerContext) -> Obj | None:
     return {str(k): str(v) for k, v in ann.items() if str(k).startswith(_KNATIVE)}
 
 
-def _knative_at(ctx: ContainerContext, key: str) -> Location:
+def _knative_at(ctx: OfWorkload, key: str) -> Location:
     return Location(ctx.pod, ("metadata", "annotations", key))
 
 
@@ -113,7 +116,7 @@ def _quantity(value: Any) -> float | None:
 @fact("autoscalers", unit="list", scope="workload",
       doc="the HorizontalPodAutoscalers and InferenceService autoscaling acting on the workload, "
           "described")
-def autoscalers(ctx: ContainerContext) -> Measured:
+def autoscalers(ctx: WorkloadContext) -> Measured:
     out: list[str] = []
     for hpa in _hpas(ctx):
         spec = hpa.get("spec") or {}
@@ -155,7 +158,7 @@ def autoscalers(ctx: ContainerContext) -> Measured:
 @fact("autoscaler_metrics", unit="list", scope="workload",
       doc="what the workload's autoscalers scale on: cpu, memory, a custom metric's name, "
           "or concurrency / rps (Knative)")
-def autoscaler_metrics(ctx: ContainerContext) -> Measured:
+def autoscaler_metrics(ctx: WorkloadContext) -> Measured:
     found: list[str] = []
     texts: list[str] = []
     at: list[Location] = []
@@ -383,7 +386,7 @@ def autoscale_target_over_capacity(ctx: ContainerContext) -> Measured:
 @fact("hpa_max_replicas", unit="replicas", scope="workload",
       doc="spec.maxReplicas of the HorizontalPodAutoscaler whose scaleTargetRef is the pod's "
           "Deployment or StatefulSet; None without one")
-def hpa_max_replicas(ctx: ContainerContext) -> Measured:
+def hpa_max_replicas(ctx: WorkloadContext) -> Measured:
     for hpa in _hpas(ctx):
         value = (hpa.get("spec") or {}).get("maxReplicas")
         if isinstance(value, int):
@@ -395,7 +398,7 @@ def hpa_max_replicas(ctx: ContainerContext) -> Measured:
 @fact("min_replicas", unit="replicas", scope="workload",
       doc="the fewest replicas the autoscalers may leave (HPA minReplicas, InferenceService "
           "minReplicas / min-scale); None without an autoscaler")
-def min_replicas(ctx: ContainerContext) -> Measured:
+def min_replicas(ctx: WorkloadContext) -> Measured:
     sources: list[tuple[int, str, Location]] = []
     isvc = _isvc(ctx)
     mode = _isvc_mode(isvc) if isvc is not None else None
@@ -463,7 +466,7 @@ def min_replicas(ctx: ContainerContext) -> Measured:
 
 @fact("workload_replicas", unit="replicas", scope="workload",
       doc="spec.replicas of the Deployment or StatefulSet that runs the pod")
-def workload_replicas(ctx: ContainerContext) -> Measured:
+def workload_replicas(ctx: WorkloadContext) -> Measured:
     if ctx.owner is None:
         unread = ctx.unread("replicasets", "deployments", "statefulsets")
         if unread:
@@ -475,7 +478,7 @@ def workload_replicas(ctx: ContainerContext) -> Measured:
                     (Location(obj, ("spec", "replicas")),))
 
 
-def _deployment(ctx: ContainerContext) -> Obj | None:
+def _deployment(ctx: OfWorkload) -> Obj | None:
     if ctx.owner is None or ctx.owner[0] != "Deployment":
         unread = ctx.unread("replicasets", "deployments")
         if unread and workload.controller_ref(ctx.pod):
@@ -487,7 +490,7 @@ def _deployment(ctx: ContainerContext) -> Obj | None:
 @fact("rollout_max_surge_pods", unit="pods", scope="workload",
       doc="extra pods a rolling update of the Deployment starts before stopping old ones "
           "(maxSurge, 25% by default, rounded up); 0 for Recreate")
-def rollout_max_surge_pods(ctx: ContainerContext) -> Measured:
+def rollout_max_surge_pods(ctx: WorkloadContext) -> Measured:
     dep = _deployment(ctx)
     if dep is None:
         return Measured(None, "the pod is not run by a Deployment that was read")
@@ -512,7 +515,7 @@ def rollout_max_surge_pods(ctx: ContainerContext) -> Measured:
 
 @fact("other_revision_pods_running", unit="pods", scope="pod",
       doc="Running pods of the Deployment's other ReplicaSets (revisions) than this pod's")
-def other_revision_pods_running(ctx: ContainerContext) -> Measured:
+def other_revision_pods_running(ctx: PodContext) -> Measured:
     ctx.runtime("the pods of the Deployment's other revisions")
     dep = _deployment(ctx)
     if dep is None:
@@ -592,7 +595,7 @@ def rollout_changes(ctx: ContainerContext) -> Measured:
 @fact("rollout_revision", unit="revision", scope="workload",
       doc="the Deployment's current revision (deployment.kubernetes.io/revision, 0 if "
           "unset); None when no Deployment runs the pod")
-def rollout_revision(ctx: ContainerContext) -> Measured:
+def rollout_revision(ctx: WorkloadContext) -> Measured:
     ctx.runtime("the Deployment's ReplicaSet history")
     dep = _deployment(ctx)
     if dep is None:
@@ -605,7 +608,7 @@ def rollout_revision(ctx: ContainerContext) -> Measured:
 
 @fact("inference_service", unit="text", scope="workload",
       doc="the name of the KServe InferenceService that runs the pod; None if none")
-def inference_service(ctx: ContainerContext) -> Measured:
+def inference_service(ctx: WorkloadContext) -> Measured:
     isvc = _isvc(ctx)
     if isvc is None:
         return Measured(None, "the pod is not part of an InferenceService that was read")
@@ -615,7 +618,7 @@ def inference_service(ctx: ContainerContext) -> Measured:
 @fact("canary_traffic_percent", unit="percent", scope="workload",
       doc="the InferenceService predictor's canaryTrafficPercent; None when unset or no "
           "InferenceService")
-def canary_traffic_percent(ctx: ContainerContext) -> Measured:
+def canary_traffic_percent(ctx: WorkloadContext) -> Measured:
     isvc = _isvc(ctx)
     if isvc is None:
         return Measured(None, "the pod is not part of an InferenceService that was read")

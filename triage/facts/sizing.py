@@ -9,21 +9,23 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import regex
-
-from triage import lazyregex, workload
 from triage.facts import (
     LOG_QUERIES,
     ContainerContext,
     Measured,
+    NodeContext,
+    PodContext,
     Unmeasurable,
     fact,
     stream_label,
 )
+from triage.facts.contexts import OfPod
 from triage.facts.kubernetes import quantity_mib
-from triage.logs import Query
+from triage.kube import workload
+from triage.logs import Query, bars
 from triage.snapshot import PREVIOUS, Obj, dig, meta
-from triage.startup import _stamp
+from triage.vllm import wordings
+from triage.vllm.milestones import _stamp
 
 MIB = 2**20
 GIB = 2**30
@@ -60,9 +62,7 @@ def _logs_read(ctx: ContainerContext) -> None:
 
 # V1 check_enough_kv_cache_memory: "the estimated maximum model length is 94176";
 # V0 raise_if_cache_size_invalid: "... that can be stored in KV cache (62320)".
-_ESTIMATE = LOG_QUERIES.add(Query(lazyregex.compile(
-    r"estimated maximum model length is ([\d,]+)|maximum number of tokens that can be "
-    r"stored in KV cache \(([\d,]+)\)")))
+_ESTIMATE = LOG_QUERIES.add(Query(wordings.regex("vllm_max_model_len_estimate")))
 
 
 @fact("estimated_max_model_len", unit="tokens", scope="container",
@@ -80,9 +80,7 @@ def estimated_max_model_len(ctx: ContainerContext) -> Measured:
     return Measured(number, f"{number:,} tokens fit ({where})")
 
 
-_AVAILABLE_KV = LOG_QUERIES.add(Query(lazyregex.compile(
-    r"\(([\d.]+) GiB KV cache is needed, which is larger than the available KV cache "
-    r"memory \(([\d.]+) GiB\)")))
+_AVAILABLE_KV = LOG_QUERIES.add(Query(wordings.regex("vllm_kv_cache_needed")))
 
 
 @fact("kv_cache_needed_gib", unit="GiB", scope="container",
@@ -132,9 +130,7 @@ def weights_gib(ctx: ContainerContext) -> Measured:
 
 # --- GPU memory at the OOM ------------------------------------------------------------
 
-_TORCH_OOM = LOG_QUERIES.add(Query(lazyregex.compile(
-    r"CUDA out of memory\. Tried to allocate ([\d.]+) (GiB|MiB|KiB|B)\. GPU \d+ has a total "
-    r"capacity of ([\d.]+) (GiB|MiB) of which ([\d.]+) (GiB|MiB|KiB|B) is free")))
+_TORCH_OOM = LOG_QUERIES.add(Query(wordings.regex("torch_cuda_oom_sizes")))
 _UNIT = {"GiB": 1.0, "MiB": 1 / 1024, "KiB": 1 / 1024**2, "B": 1 / 1024**3}
 
 
@@ -169,20 +165,22 @@ def cuda_oom_tried_gib(ctx: ContainerContext) -> Measured:
 
 
 # Where in start-up a CUDA OOM happened: the traceback's frames and vLLM's own words.
-_PHASES: tuple[tuple[str, str], ...] = (
-    ("sampler_warmup", r"in _dummy_sampler_run\b|warming up sampler"),
-    ("cuda_graph_capture", r"in (?:capture_model|capture_end|_capture_cudagraphs|capture)\b|"
-                           r"CUDA graph capture"),
-    ("kv_cache_allocation", r"in (?:_allocate_kv_cache_tensors|initialize_kv_cache_tensors|"
-                            r"_allocate_kv_cache|allocate_kv_cache)\b"),
-    ("profiling", r"in (?:profile_run|_dummy_run|determine_available_memory|"
-                  r"determine_num_available_blocks)\b"),
-    ("weights_loading", r"in (?:load_weights|load_model|weight_loader|_load_weights)\b"),
-    ("runtime", r"in (?:execute_model|step|_process_engine_step)\b"),
+_PHASES = (("sampler_warmup", "frames_sampler_warmup"),
+           ("cuda_graph_capture", "frames_cuda_graph_capture"),
+           ("kv_cache_allocation", "frames_kv_cache_allocation"),
+           ("profiling", "frames_profiling"),
+           ("weights_loading", "frames_weights_loading"),
+           ("runtime", "frames_runtime"))
+_PHASE_QUERIES = tuple((name, LOG_QUERIES.add(Query(wordings.regex(frames)), keep_last=4))
+                       for name, frames in _PHASES)
+_OOM_ANY = LOG_QUERIES.add(Query(wordings.regex("cuda_oom")))
+# A start's last progress line (one of milestones.LOADING) says the phase when no frame did.
+_PROGRESS_PHASES = (
+    ("cuda_graph_capture", wordings.regex("vllm_cuda_graph_capture")),
+    ("weights_loading", wordings.either("vllm_shard_progress", "vllm_runai_loading",
+                                        "hub_downloading", "vllm_weights_load_time")),
+    ("profiling", wordings.either("vllm_memory_profiling", "vllm_torch_compile")),
 )
-_PHASE_QUERIES = tuple((name, LOG_QUERIES.add(Query(lazyregex.compile(rx)), keep_last=4))
-                       for name, rx in _PHASES)
-_OOM_ANY = LOG_QUERIES.add(Query(lazyregex.compile(r"CUDA out of memory|OutOfMemoryError")))
 
 
 @fact("cuda_oom_phase", unit="text", scope="container",
@@ -209,10 +207,8 @@ def cuda_oom_phase(ctx: ContainerContext) -> Measured:
                                    "ready before the OOM")
     if rep is not None and rep.last_progress is not None:
         progress = rep.last_progress.message
-        for name, words in (("cuda_graph_capture", "Capturing CUDA graph|Capturing cudagraphs"),
-                            ("weights_loading", "Loading|Downloading"),
-                            ("profiling", "Memory profiling|torch.compile|Dynamo")):
-            if regex.search(words, progress):
+        for name, words in _PROGRESS_PHASES:
+            if words.search(progress):
                 return Measured(name, f"{name.replace('_', ' ')}: last progress line "
                                       f"{rep.last_progress.number}: {progress.strip()[:120]}")
     return Measured(None, f"{stream_label(stream)} does not say where in start-up the OOM was")
@@ -262,10 +258,10 @@ def shm_volume_name(ctx: ContainerContext) -> Measured:
 # --- start-up time ----------------------------------------------------------------------
 
 # tqdm's line while vLLM reads shards: "Loading safetensors checkpoint shards:  63% Completed
-# | 19/30 [01:25<00:49,  4.49s/it]".
-_SHARDS = LOG_QUERIES.add(Query(lazyregex.compile(
-    r"Loading (?:safetensors|pt|np_cache) checkpoint shards:\s+\d+% Completed \| "
-    r"(\d+)/(\d+) \[(?:(\d+):)?(\d+):(\d+)<")), keep_last=1)
+# | 19/30 [01:25<00:49,  4.49s/it]" (vllm_shard_bar's groups: percent, shards done, in
+# all, then the time spent: hours, minutes, seconds).
+_SHARDS = LOG_QUERIES.add(Query(wordings.regex("vllm_shard_progress")), keep_last=1)
+_SHARD_BAR = wordings.regex("vllm_shard_bar")
 @fact("load_estimate_seconds", unit="seconds", scope="container",
       doc="the weights load extrapolated from the last shard progress line: from the log's "
           "first line to the shards' start, plus the shards' elapsed time x total / done; "
@@ -276,9 +272,13 @@ def load_estimate_seconds(ctx: ContainerContext) -> Measured:
         _logs_read(ctx)
         return Measured(None, "no shard progress line in the logs read")
     stream, hit = found
-    g = hit.groups
-    done, total = int(str(g[1])), int(str(g[2]))
-    elapsed = int(g[3] or 0) * 3600 + int(str(g[4])) * 60 + int(str(g[5]))
+    bar = _SHARD_BAR.match(hit.line.message, hit.span[1])
+    if bar is None or bar.group(6) is None:
+        return Measured(None, "the last shard progress line shows no count and time: "
+                              f"{_where(ctx, stream, hit.line.number, hit.line.message)}")
+    g = (bar.group(0), *bar.groups())
+    done, total = int(str(g[2])), int(str(g[3]))
+    elapsed = int(g[4] or 0) * 3600 + int(str(g[5])) * 60 + int(str(g[6]))
     if done <= 0 or total <= 0:
         return Measured(None, "shard progress at 0: nothing to extrapolate from")
     index = ctx.log(stream)
@@ -375,11 +375,11 @@ def model_cache_claim_bytes(ctx: ContainerContext) -> Measured:
     return Measured(number, f"claim {claim.value}: {size}")
 
 
-# huggingface_hub's tqdm per file: "model-00012-of-00017.safetensors:  43%|...| 2.13G/4.95G";
-# and vLLM's own "Loading safetensors checkpoint shards: ... | 12/17".
-_SHARD_FILE = LOG_QUERIES.add(Query(lazyregex.compile(
-    r"(?:model|pytorch_model)-(\d{5})-of-(\d{5})\.(?:safetensors|bin):\s+\d+%\|[^|]*\|\s*"
-    r"[\d.]+[kMGT]?B?/([\d.]+)([kMGT]?)B?\b")), keep_last=64)
+# huggingface_hub's tqdm per file: "model-00012-of-00017.safetensors:  43%|...| 2.13G/4.95G"
+# (hub_file_progress: the file and percent; tqdm's sizes follow), the file named as a
+# sharded checkpoint's shard (hub_shard_file_name: this shard, the count).
+_FILE_PROGRESS = LOG_QUERIES.add(Query(wordings.regex("hub_file_progress")), keep_last=64)
+_SHARD_FILE = wordings.regex("hub_shard_file_name")
 _SI = {"": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 
 
@@ -392,15 +392,17 @@ def model_size_bytes(ctx: ContainerContext) -> Measured:
         index = ctx.log(stream)
         if index is None:
             continue
-        result = index.result(_SHARD_FILE, 64)
-        if not result.count:
-            continue
         sizes: dict[int, float] = {}
         count = 0
-        for hit in result.last:
-            g = hit.groups
-            sizes[int(str(g[1]))] = float(str(g[3])) * _SI[str(g[4] or "")]
-            count = int(str(g[2]))
+        for hit in index.result(_FILE_PROGRESS, 64).last:
+            shard = _SHARD_FILE.search(str(hit.groups[1]))
+            size = bars.SIZES.match(hit.line.message, hit.span[1])
+            if shard is None or size is None:
+                continue
+            sizes[int(shard.group(1))] = float(size.group(1)) * _SI[size.group(2)]
+            count = int(shard.group(2))
+        if not sizes:
+            continue
         mean = sum(sizes.values()) / len(sizes)
         total = int(mean * max(count, len(sizes)))
         return Measured(total, f"{len(sizes)} of {count} shards logged by huggingface_hub, "
@@ -412,10 +414,10 @@ def model_size_bytes(ctx: ContainerContext) -> Measured:
 
 # --- scheduling ---------------------------------------------------------------------------
 
-_TAINT = lazyregex.compile(r"untolerated taint(?:s)?(?:\(s\))? \{([^{}:]+): ?([^{}]*)\}")
+_TAINT = wordings.regex("scheduler_untolerated_taint")
 
 
-def _taint(ctx: ContainerContext) -> tuple[str, str, str] | None:
+def _taint(ctx: OfPod) -> tuple[str, str, str] | None:
     message = ctx.fact("unschedulable_message").value
     m = _TAINT.search(str(message or ""))
     if not m:
@@ -446,7 +448,7 @@ def _node_gpus(node: Obj) -> int:
 @fact("untolerated_taint_key", unit="text", scope="pod",
       doc="the key of the node taint the scheduler said the pod does not tolerate; None when "
           "it named none")
-def untolerated_taint_key(ctx: ContainerContext) -> Measured:
+def untolerated_taint_key(ctx: PodContext) -> Measured:
     taint = _taint(ctx)
     if taint is None:
         return Measured(None, "the scheduler named no untolerated taint")
@@ -456,7 +458,7 @@ def untolerated_taint_key(ctx: ContainerContext) -> Measured:
 @fact("untolerated_taint_effect", unit="text", scope="pod",
       doc="the effect of that taint on the nodes that carry it (NoSchedule when no node read "
           "says)")
-def untolerated_taint_effect(ctx: ContainerContext) -> Measured:
+def untolerated_taint_effect(ctx: PodContext) -> Measured:
     taint = _taint(ctx)
     if taint is None:
         return Measured(None, "the scheduler named no untolerated taint")
@@ -478,7 +480,7 @@ def _held_gpus(pod: Obj) -> int:
 
 @fact("node_gpu_holders", unit="list", scope="node",
       doc="the pods on the pod's node that hold GPUs, with their state (who uses the cards)")
-def node_gpu_holders(ctx: ContainerContext) -> Measured:
+def node_gpu_holders(ctx: NodeContext) -> Measured:
     if not ctx.node_name:
         return Measured(None, "the pod is not on a node")
     out = []

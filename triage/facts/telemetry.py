@@ -19,10 +19,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from triage.facts import ContainerContext, Measured, fact
+from triage.facts import ContainerContext, Measured, PodContext, fact
+from triage.facts.contexts import OfPod
 
 
-def _gpus(ctx: ContainerContext) -> tuple[list[dict[str, Any]], str]:
+def _gpus(ctx: OfPod) -> tuple[list[dict[str, Any]], str]:
     """The pod's GPUs as DCGM reported them, and the source (or why there are none)."""
     ctx.runtime("Prometheus")
     prom = ctx.snapshot.prometheus
@@ -52,7 +53,7 @@ def _each(gpus: list[dict[str, Any]], key: str) -> list[tuple[dict[str, Any], fl
 @fact("gpu_fb_used_mib", unit="MiB", scope="pod",
       doc="the most framebuffer memory used on one of the pod's GPUs over the window "
           "(DCGM_FI_DEV_FB_USED, every process on the GPU); None without DCGM series")
-def gpu_fb_used_mib(ctx: ContainerContext) -> Measured:
+def gpu_fb_used_mib(ctx: PodContext) -> Measured:
     gpus, source = _gpus(ctx)
     values = _each(gpus, "fb_used_mib_max")
     if not values:
@@ -65,7 +66,7 @@ def gpu_fb_used_mib(ctx: ContainerContext) -> Measured:
 @fact("gpu_fb_free_mib", unit="MiB", scope="pod",
       doc="the least framebuffer memory free on one of the pod's GPUs over the window "
           "(DCGM_FI_DEV_FB_FREE); None without DCGM series")
-def gpu_fb_free_mib(ctx: ContainerContext) -> Measured:
+def gpu_fb_free_mib(ctx: PodContext) -> Measured:
     gpus, source = _gpus(ctx)
     values = _each(gpus, "fb_free_mib_min")
     if not values:
@@ -78,7 +79,7 @@ def gpu_fb_free_mib(ctx: ContainerContext) -> Measured:
 @fact("gpu_fb_total_mib", unit="MiB", scope="pod",
       doc="framebuffer memory of one of the pod's GPUs: used + free + reserved as DCGM last "
           "reported them; None without DCGM series")
-def gpu_fb_total_mib(ctx: ContainerContext) -> Measured:
+def gpu_fb_total_mib(ctx: PodContext) -> Measured:
     gpus, source = _gpus(ctx)
     for gpu in gpus:
         used, free = gpu.get("fb_used_mib"), gpu.get("fb_free_mib")
@@ -94,7 +95,7 @@ def gpu_fb_total_mib(ctx: ContainerContext) -> Measured:
 @fact("gpu_utilization_percent", unit="percent", scope="pod",
       doc="mean utilisation of the pod's GPUs over the window (DCGM_FI_DEV_GPU_UTIL); None "
           "without DCGM series")
-def gpu_utilization_percent(ctx: ContainerContext) -> Measured:
+def gpu_utilization_percent(ctx: PodContext) -> Measured:
     gpus, source = _gpus(ctx)
     values = _each(gpus, "util_percent_mean")
     if not values:
@@ -108,7 +109,7 @@ def gpu_utilization_percent(ctx: ContainerContext) -> Measured:
       doc="the last Xid error DCGM saw on each of the pod's GPUs (DCGM_FI_DEV_XID_ERRORS, a "
           "gauge of the last Xid since the exporter started, not a count), non-zero only; "
           "None without DCGM series")
-def gpu_xid_last(ctx: ContainerContext) -> Measured:
+def gpu_xid_last(ctx: PodContext) -> Measured:
     gpus, source = _gpus(ctx)
     values = _each(gpus, "xid_last")
     if not values:
@@ -124,7 +125,7 @@ def gpu_xid_last(ctx: ContainerContext) -> Measured:
 @fact("gpu_xid_new_in_window", unit="bool", scope="pod",
       doc="DCGM_FI_DEV_XID_ERRORS changed on one of the pod's GPUs within the window: a new "
           "Xid was reported then; None without DCGM series")
-def gpu_xid_new_in_window(ctx: ContainerContext) -> Measured:
+def gpu_xid_new_in_window(ctx: PodContext) -> Measured:
     gpus, source = _gpus(ctx)
     values = _each(gpus, "xid_changes")
     if not values:
@@ -140,7 +141,7 @@ def gpu_xid_new_in_window(ctx: ContainerContext) -> Measured:
 @fact("gpu_shared_with", unit="list", scope="pod",
       doc="other pods the DCGM exporter attributes the pod's GPUs to over the window (a GPU "
           "shared by time-slicing or MPS); None without DCGM series")
-def gpu_shared_with(ctx: ContainerContext) -> Measured:
+def gpu_shared_with(ctx: PodContext) -> Measured:
     gpus, source = _gpus(ctx)
     if not gpus:
         return Measured(None, source)

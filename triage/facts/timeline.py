@@ -3,7 +3,7 @@
 The timeline puts on one UTC axis what an engineer reconstructs by hand:
 the pod's creation and scheduling, each container start (from the status
 and the events), vLLM's own start-up milestones (from its log, the lines
-``triage.startup`` reads), probe failures, kills, OOMs and crashes, back-off
+``triage.vllm.milestones`` reads), probe failures, kills, OOMs and crashes, back-off
 restarts, and the rollout around it (ReplicaSets and the Deployment's
 events). vLLM stamps its lines ``MM-DD hh:mm:ss`` without a year; the year
 comes from the container run the log belongs to.
@@ -23,27 +23,27 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from triage import lazyregex, linetime, workload
 from triage.facts import LOG_QUERIES, ContainerContext
-from triage.logs import LogLine, Query
+from triage.kube import workload
+from triage.logs import LogLine, Query, bars, linetime
 from triage.results import GpuBudget, TimelineEvent, WindowSeries
 from triage.snapshot import CURRENT, PREVIOUS, event_times, meta, parse_rfc3339
-from triage.startup import StartupReport
+from triage.speed import lazyregex
+from triage.vllm import wordings
+from triage.vllm.milestones import StartupReport
 
 parse_time = parse_rfc3339  # an RFC 3339 time of the API (UTC when it names no zone)
 
-_TOTAL_CAPACITY = lazyregex.compile(r"has a total capacity of ([\d.]+) GiB|\(GPU \d+; ([\d.]+) GiB "
-                                r"total capacity|total_gpu_memory \(([\d.]+) ?GiB\)")
-_GRAPHS = lazyregex.compile(r"Graph capturing finished in \d+ secs?, took ([\d.]+) GiB")
 _MAX_EVENTS = 60
+# A Python exception line, whatever raised it (a shape, not one program's wording).
 _EXCEPTION = lazyregex.compile(r"^\s*[A-Za-z_][\w.]*(?:Error|Exception)\b:")
-_WRAPPER = lazyregex.compile(r"Engine core initialization failed|EngineCore failed to start|"
-                         r"Engine process failed to start")
+_WRAPPER = wordings.regex("vllm_engine_start_failed")
 # What the timeline reads from every log, answered by the scan's one pass.
 EXCEPTIONS = LOG_QUERIES.add(Query(_EXCEPTION), keep_last=64)
 EXCEPTIONS_KEPT = 64
+# Every line logged at ERROR or CRITICAL: its level decides, whatever it says.
 ERROR_LINES = LOG_QUERIES.add(Query(lazyregex.compile("."), frozenset({"ERROR", "CRITICAL"})))
-CAPACITY = LOG_QUERIES.add(Query(_TOTAL_CAPACITY))
+CAPACITY = LOG_QUERIES.add(Query(wordings.regex("gpu_total_capacity")))
 
 
 def iso(when: datetime) -> str:
@@ -52,18 +52,16 @@ def iso(when: datetime) -> str:
 
 
 def line_time(line: LogLine, anchor: datetime | None) -> datetime | None:
-    """The UTC time a log line was printed, if it says (``triage.linetime``): the
+    """The UTC time a log line was printed, if it says (``triage.logs.linetime``): the
     kubelet's, else vLLM's own stamp with the year from ``anchor``."""
     found = linetime.line_time(line.raw, anchor)
     return found[0] if found else None
 
 
-_BAR = lazyregex.compile(r"\|[\u2580-\u259f ]+\|")  # a tqdm progress bar
-
 
 def _short(text: str, limit: int = 140) -> str:
     """One line of at most ``limit`` characters, cut at a word with an ellipsis."""
-    flat = " ".join(_BAR.sub("|", text).split())
+    flat = " ".join(bars.DRAWING.sub("|", text).split())
     if len(flat) <= limit:
         return flat
     head = flat[:limit - 1]

@@ -5,8 +5,8 @@ catalogue (every finding, what it reads and its sources; kept in docs/catalogue.
 from __future__ import annotations
 
 from triage.facts import describe_registry
-from triage.metrics import METRICS
 from triage.rules.language import (
+    CausePattern,
     Condition,
     EventLeaf,
     FactLeaf,
@@ -19,6 +19,7 @@ from triage.rules.language import (
     RootCauseLeaf,
     walk,
 )
+from triage.vllm.metrics import METRICS
 
 
 def facts_text() -> str:
@@ -46,8 +47,10 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def findings_markdown(patterns: tuple[Pattern, ...], step_titles: dict[int, str]) -> str:
-    """Every finding: what it means, what it reads (from its conditions) and its sources."""
+def findings_markdown(patterns: tuple[Pattern, ...], step_titles: dict[int, str],
+                      causes: tuple[CausePattern, ...] = ()) -> str:
+    """Every finding: what it means, what it reads (from its conditions) and its sources;
+    then every cause (a cluster pattern joining findings of several pods)."""
     ordered = sorted(patterns, key=lambda p: (p.step, p.id))
     lines = ["| finding | severity | step | title |", "| --- | --- | --- | --- |"]
     for p in ordered:
@@ -61,6 +64,8 @@ def findings_markdown(patterns: tuple[Pattern, ...], step_titles: dict[int, str]
                   + (f", generic (stands back when a more specific {p.explained_by.value} "
                      "finding explains the pod)" if p.explained_by is not None else "")
                   + f"; checklist step {p.step} ({step_titles.get(p.step, '?')}).", ""]
+        if p.scope != "container":
+            lines += [f"Evaluated once per {p.scope}, raised on each triaged pod of it.", ""]
         if p.summary:
             lines += [" ".join(p.summary.split()), ""]
         lines.append("Reads: " + "; ".join(_reads(p)) + ".")
@@ -68,6 +73,22 @@ def findings_markdown(patterns: tuple[Pattern, ...], step_titles: dict[int, str]
             lines.append(f"Stands back for: {', '.join(f'`{y}`' for y in p.yields_to)}.")
         lines += ["", "Sources:", ""]
         lines += [f"- {_cell(ref)}" for ref in p.references] or ["- (none listed)"]
+    if causes:
+        lines += ["", "## Causes", "", "Cluster patterns: evaluated once every pod is diagnosed, "
+                  "a cause joins the pods that fail (`by`) to the pods of other workloads "
+                  "that suffer it (`of`) and says so on both sides' cards."]
+    for c in sorted(causes, key=lambda c: c.id):
+        carried = (f"every {c.by.severity.value} finding" if c.by.severity is not None else
+                   ", ".join(f"`{i}`" for i in c.by.finding_ids))
+        lines += ["", f"### {c.id}", "", f"**{_cell(c.title)}**: a cause, said on the cards of "
+                  f"{carried} of the pods it holds for, and of "
+                  + ", ".join(f"`{i}`" for i in c.of.finding_ids) + " of the pods that "
+                  "suffer it.", ""]
+        if c.summary:
+            lines += [" ".join(c.summary.split()), ""]
+        lines.append("Reads: " + "; ".join(_condition_reads([c.by.pods, c.of.pods])) + ".")
+        lines += ["", "Sources:", ""]
+        lines += [f"- {_cell(ref)}" for ref in c.references] or ["- (none listed)"]
     return "\n".join(lines) + "\n"
 
 
@@ -77,6 +98,10 @@ def _reads(p: Pattern) -> list[str]:
         conds.append(p.warn_when)
     if p.escalate is not None:
         conds.append(p.escalate.when)
+    return _condition_reads(conds)
+
+
+def _condition_reads(conds: list[Condition]) -> list[str]:
     streams: set[str] = set()
     events: list[str] = []
     fields: dict[str, list[str]] = {"container": [], "pod": [], "node": []}
@@ -106,6 +131,8 @@ def _reads(p: Pattern) -> list[str]:
                 metrics.append(leaf.name)
             elif isinstance(leaf, FindingLeaf):
                 findings += [i for i in leaf.ids if i not in findings]
+                if leaf.severity is not None and f"any {leaf.severity.value}" not in findings:
+                    findings.append(f"any {leaf.severity.value}")
             elif isinstance(leaf, RootCauseLeaf):
                 root_cause = True
     out: list[str] = []

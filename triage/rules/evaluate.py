@@ -19,13 +19,12 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from triage import lazyregex, workload
-from triage.facts import REGISTRY, ContainerContext, Fact
-from triage.linetime import without_kubelet_time
+from triage.facts import REGISTRY, ContainerContext, Fact, NodeContext, PodContext, WorkloadContext
+from triage.fixes import compute as fixes
+from triage.kube import workload
 from triage.logs import LogLine, Query, QuerySet, parse_line
-from triage.metrics import describe
+from triage.logs.linetime import without_kubelet_time
 from triage.results import Finding, Location, PodResult, Severity, Unevaluated, Verdict
-from triage.rules import fixes
 from triage.rules.fields import dig_path
 from triage.rules.language import (
     LOG_LEVELS,
@@ -46,8 +45,14 @@ from triage.rules.language import (
     walk,
 )
 from triage.snapshot import LOG_STREAMS, Obj, Snapshot, event_times, meta
+from triage.speed import lazyregex
+from triage.vllm.metrics import describe
 
 REGISTRY_UNITS = {name: spec.unit for name, spec in REGISTRY.items()}
+# What a condition is evaluated on: a container's context, or (a pattern of a wider scope,
+# a cause's side) a pod's, workload's or node's. The loader lets each scope use only the
+# leaves its context answers.
+Subject = ContainerContext | PodContext | NodeContext | WorkloadContext
 # No single regex search may take longer than this: a pattern that hits it
 # is unknown for that log, never allowed to hang.
 REGEX_TIMEOUT_S = 0.25
@@ -123,7 +128,7 @@ class Evaluator:
         if note not in self.warnings:
             self.warnings.append(note)
 
-    def evaluate(self, cond: Condition, ctx: ContainerContext, diag: PodDiagnosis,
+    def evaluate(self, cond: Condition, ctx: Subject, diag: PodDiagnosis,
                  pid: str) -> Outcome:
         if isinstance(cond, AnyOf):
             outcomes = [self.evaluate(c, ctx, diag, pid) for c in cond.children]
@@ -151,27 +156,22 @@ class Evaluator:
             if o.truth is Truth.UNKNOWN:
                 return o
             return FALSE if o.true else _true()
-        if isinstance(cond, LogLeaf):
-            return self.log(cond, ctx, pid)
+        if isinstance(cond, FactLeaf):
+            return self.fact(cond, ctx)
+        if isinstance(cond, FindingLeaf):
+            return _finding(cond, diag)
+        if isinstance(cond, NodeConditionLeaf):
+            return self.node_condition(cond, _on_node(ctx, cond))
         if isinstance(cond, FieldLeaf):
             return self.field(cond, ctx)
         if isinstance(cond, EventLeaf):
-            return self.event(cond, ctx, pid)
-        if isinstance(cond, NodeConditionLeaf):
-            return self.node_condition(cond, ctx)
-        if isinstance(cond, FactLeaf):
-            return self.fact(cond, ctx)
+            return self.event(cond, _of_pod(ctx, cond), pid)
         if isinstance(cond, MetricLeaf):
-            return self.metric(cond, ctx)
-        if isinstance(cond, FindingLeaf):
-            states = [diag.states.get(i, Truth.FALSE) for i in cond.ids]
-            if Truth.TRUE in states:
-                return _true()
-            if Truth.UNKNOWN in states:
-                return _unknown(f"finding {', '.join(cond.ids)} could not be evaluated")
-            return FALSE
+            return self.metric(cond, _of_pod(ctx, cond))
+        if isinstance(cond, LogLeaf):
+            return self.log(cond, _of_container(ctx, cond), pid)
         if isinstance(cond, RootCauseLeaf):
-            return _true(*root_cause(ctx, cond))
+            return _true(*root_cause(_of_container(ctx, cond), cond))
         raise TypeError(f"unknown condition {cond!r}")
 
     # --- leaves -------------------------------------------------------------
@@ -239,7 +239,7 @@ class Evaluator:
                           window[idx + 1:idx + 1 + leaf.context]))
         return found, None
 
-    def field(self, leaf: FieldLeaf, ctx: ContainerContext) -> Outcome:
+    def field(self, leaf: FieldLeaf, ctx: Subject) -> Outcome:
         static = ctx.snapshot.static
         if static is not None and (leaf.scope != "pod" or leaf.path[:1] == ("status",)):
             what = {"container": "the container's status", "node": "the pod's node"}.get(
@@ -247,15 +247,18 @@ class Evaluator:
             return _unknown(f"needs {what}: {static}")
         at: tuple[Location, ...] = ()
         if leaf.scope == "container":
-            obj, label = ctx.status, f"{ctx.status_field}[{ctx.name}]"
+            container = _of_container(ctx, leaf)
+            obj, label = container.status, f"{container.status_field}[{container.name}]"
         elif leaf.scope == "pod":
-            obj, label = ctx.pod, f"pod {ctx.pod_name}"
-            at = (ctx.pod_field(*leaf.path),)
+            pod = _of_pod(ctx, leaf)
+            obj, label = pod.pod, f"pod {pod.pod_name}"
+            at = (pod.pod_field(*leaf.path),)
         else:
-            if ctx.node is None:
-                why = ctx.node_failure()
+            on = _on_node(ctx, leaf)
+            if on.node is None:
+                why = on.node_failure()
                 return _unknown(why) if why else FALSE
-            obj, label = ctx.node, f"node {meta(ctx.node).get('name')}"
+            obj, label = on.node, f"node {meta(on.node).get('name')}"
         value = dig_path(obj, leaf.path)
         if leaf.comparison is None:  # display
             return _true(f"{label}.{leaf.field} = {value!r}") if value is not None else FALSE
@@ -264,7 +267,8 @@ class Evaluator:
         return _true(f"{label}.{leaf.field} = {value!r}" if value is not None
                      else f"{label}.{leaf.field} is not set", at=at)
 
-    def event(self, leaf: EventLeaf, ctx: ContainerContext, pid: str) -> Outcome:
+    def event(self, leaf: EventLeaf, ctx: ContainerContext | PodContext, pid: str
+              ) -> Outcome:
         events: list[Obj] = []
         if leaf.about in ("pod", "any"):
             events += ctx.snapshot.events_about("Pod", ctx.namespace, ctx.pod_name,
@@ -300,7 +304,8 @@ class Evaluator:
         why = ctx.events_failure()
         return _unknown(why) if why else FALSE
 
-    def node_condition(self, leaf: NodeConditionLeaf, ctx: ContainerContext) -> Outcome:
+    def node_condition(self, leaf: NodeConditionLeaf,
+                       ctx: ContainerContext | PodContext | NodeContext) -> Outcome:
         if ctx.snapshot.static is not None:
             return _unknown(f"needs the pod's node: {ctx.snapshot.static}")
         node = ctx.node
@@ -314,7 +319,7 @@ class Evaluator:
                              f"{cond.get('message', '')}".rstrip())
         return FALSE
 
-    def fact(self, leaf: FactLeaf, ctx: ContainerContext) -> Outcome:
+    def fact(self, leaf: FactLeaf, ctx: Subject) -> Outcome:
         fact = ctx.fact(leaf.name)
         if not fact.known:
             return _unknown(f"fact {fact.name}: {fact.unknown}")
@@ -337,7 +342,7 @@ class Evaluator:
         # The field compared is the finding's; the one it is compared with is evidence.
         return _true(fact.evidence, *([other.evidence] if other else []), *rule, at=fact.at)
 
-    def metric(self, leaf: MetricLeaf, ctx: ContainerContext) -> Outcome:
+    def metric(self, leaf: MetricLeaf, ctx: ContainerContext | PodContext) -> Outcome:
         failed = ctx.metrics_failure()
         if failed:
             return _unknown(failed)
@@ -349,6 +354,38 @@ class Evaluator:
         if leaf.comparison is not None and not compare(value, leaf.comparison):
             return FALSE
         return _true(f"{describe(leaf.name, value)} ({ctx.metrics_source()})")
+
+
+def _finding(leaf: FindingLeaf, diag: PodDiagnosis) -> Outcome:
+    if leaf.severity is not None:  # any finding of at least that severity
+        worst = leaf.severity
+        return _true() if any(f.severity.rank <= worst.rank for f in diag.findings) else FALSE
+    states = [diag.states.get(i, Truth.FALSE) for i in leaf.ids]
+    if Truth.TRUE in states:
+        return _true()
+    if Truth.UNKNOWN in states:
+        return _unknown(f"finding {', '.join(leaf.ids)} could not be evaluated")
+    return FALSE
+
+
+# A leaf on a context that cannot answer it is a programming error: the loader lets a
+# pattern of each scope use only what that scope's context answers.
+def _on_node(ctx: Subject, leaf: Condition) -> ContainerContext | PodContext | NodeContext:
+    if isinstance(ctx, WorkloadContext):
+        raise TypeError(f"a workload context cannot evaluate {leaf!r}")
+    return ctx
+
+
+def _of_pod(ctx: Subject, leaf: Condition) -> ContainerContext | PodContext:
+    if not isinstance(ctx, (ContainerContext, PodContext)):
+        raise TypeError(f"a {type(ctx).__name__} cannot evaluate {leaf!r}")
+    return ctx
+
+
+def _of_container(ctx: Subject, leaf: Condition) -> ContainerContext:
+    if not isinstance(ctx, ContainerContext):
+        raise TypeError(f"a {type(ctx).__name__} cannot evaluate {leaf!r}")
+    return ctx
 
 
 def _amount(value: float, unit: str) -> str:
@@ -542,7 +579,7 @@ def _state(outcomes: list[Outcome]) -> Truth:
     return Truth.FALSE
 
 
-def _evidence(evaluator: Evaluator, pattern: Pattern, ctx: ContainerContext,
+def _evidence(evaluator: Evaluator, pattern: Pattern, ctx: Subject,
               diag: PodDiagnosis, outcome: Outcome) -> list[str]:
     """A finding's evidence: what made its rule true, then what its ``show`` leaves add."""
     evidence = list(outcome.evidence)
@@ -553,14 +590,41 @@ def _evidence(evaluator: Evaluator, pattern: Pattern, ctx: ContainerContext,
     return evidence
 
 
+def subjects(pattern: Pattern, diag: PodDiagnosis) -> list[tuple[Subject, str]]:
+    """What the pattern is evaluated on for this pod, each with the container its finding
+    is raised in: every triaged container, or (a pod, workload or node pattern) that
+    scope's context once, the finding in the pod's first triaged container."""
+    if pattern.scope == "container" or not diag.contexts:
+        return [(ctx, ctx.name) for ctx in diag.contexts]
+    first = diag.contexts[0]
+    pod = first.pod_context
+    around: Subject = pod.workload_context if pattern.scope == "workload" else \
+        pod.node_context if pattern.scope == "node" else pod
+    return [(around, first.name)]
+
+
+def _outcome(evaluator: Evaluator, cond: Condition, pattern: Pattern, ctx: Subject,
+             diag: PodDiagnosis) -> Outcome:
+    """``cond`` on ``ctx``; a workload's or node's outcome is worked out once for all its
+    pods (what they read is the same), a container's or pod's every time."""
+    if not isinstance(ctx, (NodeContext, WorkloadContext)):
+        return evaluator.evaluate(cond, ctx, diag, pattern.id)
+    key = ("outcome", pattern.id, id(cond))
+    found: Outcome | None = ctx.memo.get(key)
+    if found is None:
+        found = ctx.memo[key] = evaluator.evaluate(cond, ctx, diag, pattern.id)
+    return found
+
+
 def apply(evaluator: Evaluator, pattern: Pattern, diag: PodDiagnosis) -> None:
-    """Evaluate one pattern on every triaged container of the pod."""
+    """Evaluate one pattern on every triaged container of the pod (or once, on the pod,
+    workload or node it is about)."""
     outcomes: list[Outcome] = []
-    for ctx in diag.contexts:
-        outcome = evaluator.evaluate(pattern.when, ctx, diag, pattern.id)
+    for ctx, container in subjects(pattern, diag):
+        outcome = _outcome(evaluator, pattern.when, pattern, ctx, diag)
         outcomes.append(outcome)
         if outcome.truth is Truth.UNKNOWN:
-            diag.unevaluated.append(Unevaluated(pattern.id, pattern.step, ctx.name,
+            diag.unevaluated.append(Unevaluated(pattern.id, pattern.step, container,
                                                 outcome.reason))
             continue
         if not outcome.true:
@@ -575,7 +639,7 @@ def apply(evaluator: Evaluator, pattern: Pattern, diag: PodDiagnosis) -> None:
         else:
             diag.findings.append(Finding(
                 id=pattern.id, severity=pattern.severity, title=pattern.title, step=pattern.step,
-                container=ctx.name, evidence=tuple(evidence), remediation=pattern.remediation,
+                container=container, evidence=tuple(evidence), remediation=pattern.remediation,
                 fallback=pattern.fallback, answers_step=pattern.answers_step,
                 at=outcome.at))
     diag.states[pattern.id] = _state(outcomes)
@@ -683,11 +747,11 @@ def warn_when(evaluator: Evaluator, patterns: tuple[Pattern, ...], diag: PodDiag
             continue
         if pattern.id in raised or set(pattern.yields_to) & raised:
             continue
-        for ctx in diag.contexts:
-            outcome = evaluator.evaluate(pattern.warn_when, ctx, diag, pattern.id)
+        for ctx, container in subjects(pattern, diag):
+            outcome = _outcome(evaluator, pattern.warn_when, pattern, ctx, diag)
             if outcome.truth is Truth.UNKNOWN:
                 if diag.states.get(pattern.id, Truth.FALSE) is Truth.FALSE:
-                    diag.unevaluated.append(Unevaluated(pattern.id, pattern.step, ctx.name,
+                    diag.unevaluated.append(Unevaluated(pattern.id, pattern.step, container,
                                                         outcome.reason))
                     diag.states[pattern.id] = Truth.UNKNOWN
                 continue
@@ -696,7 +760,7 @@ def warn_when(evaluator: Evaluator, patterns: tuple[Pattern, ...], diag: PodDiag
             evidence = _evidence(evaluator, pattern, ctx, diag, outcome)
             diag.findings.append(Finding(
                 id=pattern.id, severity=Severity.WARNING, title=pattern.title,
-                step=pattern.step, container=ctx.name, evidence=tuple(evidence),
+                step=pattern.step, container=container, evidence=tuple(evidence),
                 remediation=pattern.remediation, answers_step=pattern.answers_step,
                 at=outcome.at))
             diag.states[pattern.id] = Truth.TRUE

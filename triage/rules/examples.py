@@ -15,11 +15,13 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from triage.facts import LOG_QUERIES, ContainerContext
+from triage.facts import LOG_QUERIES, Scopes
 from triage.logs import LogSource
-from triage.results import Severity
-from triage.rules.evaluate import Evaluator, PodDiagnosis, diagnose, queries_for
-from triage.rules.language import Example, Pattern
+from triage.results import Finding, Severity
+from triage.rules.causes import join
+from triage.rules.evaluate import Evaluator, PodDiagnosis, Truth, diagnose, queries_for
+from triage.rules.language import CauseExample, CausePattern, Example, Pattern
+from triage.rules.loader import shipped_checklist
 from triage.snapshot import ALL_KINDS, PREVIOUS, Obj, ReadFailure, Snapshot
 
 NAMESPACE, POD, CONTAINER, NODE = "llm", "vllm-0", "vllm", "gpu-node-1"
@@ -126,13 +128,17 @@ def given_metrics(example: Example) -> dict[str, float] | None:
 @dataclass(frozen=True)
 class ExampleResult:
     pattern: str
-    example: Example
+    example: Example | CauseExample
     reported: bool
     unknown: str | None
     severity: Severity | None = None  # of the finding, when reported
+    said: str | None = None  # a cause's sentence, when said
 
     @property
     def ok(self) -> bool:
+        if isinstance(self.example, CauseExample):
+            return self.reported is self.example.reports and (
+                self.example.says is None or _words(self.said) == _words(self.example.says))
         if self.example.reports is None:
             return not self.reported and self.unknown is not None
         if self.example.severity and self.severity is not None and \
@@ -142,6 +148,12 @@ class ExampleResult:
             not self.example.reports and self.unknown)
 
     def describe(self) -> str:
+        if isinstance(self.example, CauseExample):
+            want = "say" if self.example.reports else "stay silent"
+            got = f"said {self.said!r}" if self.reported else "stayed silent"
+            if self.example.says is not None:
+                want += f" {self.example.says!r}"
+            return f"{self.pattern}: example {self.example.name!r}: should {want}, {got}"
         want = {True: "report", False: "stay silent", None: "be unknown"}[self.example.reports]
         if self.example.severity:
             want += f" as {self.example.severity}"
@@ -153,9 +165,10 @@ class ExampleResult:
 def run_example(pattern: Pattern, example: Example,
                 severities: dict[str, Severity]) -> ExampleResult:
     snap, pod, container = build(example)
-    ctx = ContainerContext(snap, pod, container, given=example.facts,
-                           given_metrics=given_metrics(example),
-                           queries=LOG_QUERIES.merged(queries_for((pattern,))))
+    scopes = Scopes(snap, queries=LOG_QUERIES.merged(queries_for((pattern,))),
+                    settings=shipped_checklist().settings, given=example.facts,
+                    given_metrics=given_metrics(example))
+    ctx = scopes.containers(pod, [container])[0]
     diag = PodDiagnosis(pod, [ctx])
     raised = {fid: severities.get(fid, Severity.WARNING) for fid in example.findings}
     diagnose(Evaluator([]), (pattern,), diag, raised)
@@ -165,6 +178,83 @@ def run_example(pattern: Pattern, example: Example,
                          found.severity if found is not None else None)
 
 
-def run_examples(patterns: tuple[Pattern, ...]) -> list[ExampleResult]:
+def _words(text: str | None) -> str:
+    return " ".join((text or "").split())
+
+
+def run_examples(patterns: tuple[Pattern, ...], causes: tuple[CausePattern, ...] = ()
+                 ) -> list[ExampleResult]:
     severities = {p.id: p.severity for p in patterns}
-    return [run_example(p, ex, severities) for p in patterns for ex in p.examples]
+    return [run_example(p, ex, severities) for p in patterns for ex in p.examples] + [
+        run_cause_example(c, ex, severities) for c in causes for ex in c.examples]
+
+
+# --- a cause's examples: several pods, on nodes, with findings already raised ----------
+
+
+def build_cluster(example: CauseExample) -> Snapshot:
+    """The example's nodes, and its pods with the Deployment and ReplicaSet of each named
+    workload (a pod without one is a pod of its own)."""
+    snap = Snapshot(context="example", namespace=NAMESPACE, collected_at="2026-11-28T03:00:00Z",
+                    tool_version="example")
+    snap.objects = {kind: [] for kind in ALL_KINDS}
+    for node in example.nodes:
+        gpus = str(node.get("gpus", 0))
+        snap.objects["nodes"].append({
+            "metadata": {"name": node["name"], "labels": {}},
+            "status": {"capacity": {"nvidia.com/gpu": gpus},
+                       "allocatable": {"nvidia.com/gpu": gpus},
+                       "conditions": [{"type": "Ready", "status": "True"}]}})
+    for name in dict.fromkeys(str(p["workload"]) for p in example.pods if p.get("workload")):
+        snap.objects["deployments"].append({"metadata": {
+            "name": name, "namespace": NAMESPACE, "uid": f"deployment-{name}",
+            "annotations": {"deployment.kubernetes.io/revision": "1"}}})
+        snap.objects["replicasets"].append({"metadata": {
+            "name": f"{name}-1", "namespace": NAMESPACE, "uid": f"replicaset-{name}",
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": name,
+                                 "uid": f"deployment-{name}", "controller": True}]}})
+    for spec in example.pods:
+        snap.objects["pods"].append(_cluster_pod(spec))
+    return snap
+
+
+def _cluster_pod(spec: dict[str, Any]) -> Obj:
+    node, gpus = spec.get("node"), int(spec.get("gpus", 1))
+    state = str(spec.get("state", "running"))
+    status: Obj = {"name": CONTAINER, "image": "vllm/vllm-openai:v0.10.1.1",
+                   "restartCount": int(spec.get("restarts", 0)), "ready": state == "running",
+                   "state": {"running": {"startedAt": "2026-11-28T02:00:05Z"}}
+                   if state == "running" else {"waiting": {"reason": state}}}
+    meta: Obj = {"name": spec["name"], "namespace": NAMESPACE, "uid": f"pod-{spec['name']}"}
+    if spec.get("workload"):
+        meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                    "name": f"{spec['workload']}-1", "controller": True,
+                                    "uid": f"replicaset-{spec['workload']}"}]
+    limits = {"nvidia.com/gpu": str(gpus)} if gpus else {}
+    return {
+        "metadata": meta,
+        "spec": {**({"nodeName": node} if node else {}), "containers": [{
+            "name": CONTAINER, "image": "vllm/vllm-openai:v0.10.1.1",
+            "args": ["--model", "Qwen/Qwen3-8B"],
+            "resources": {"limits": limits, "requests": limits}}]},
+        "status": {"phase": spec.get("phase", "Running" if node else "Pending"),
+                   **({"containerStatuses": [status]} if node else {})},
+    }
+
+
+def run_cause_example(cause: CausePattern, example: CauseExample,
+                      severities: dict[str, Severity]) -> ExampleResult:
+    snap = build_cluster(example)
+    scopes = Scopes(snap, settings=shipped_checklist().settings)
+    diagnoses: list[PodDiagnosis] = []
+    for pod, spec in zip(snap.pods(), example.pods, strict=True):
+        diag = PodDiagnosis(pod, scopes.containers(pod, pod["spec"]["containers"]))
+        for fid in spec.get("findings") or []:
+            diag.findings.append(Finding(
+                id=fid, severity=severities.get(fid, Severity.WARNING), title=fid, step=1,
+                container=CONTAINER, evidence=(), remediation=""))
+            diag.states[fid] = Truth.TRUE
+        diagnoses.append(diag)
+    links = join((cause,), scopes, diagnoses, [])
+    said = links[0].text if links else None
+    return ExampleResult(cause.id, example, bool(links), None, said=said)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from triage import lazyregex
+from triage.speed import lazyregex
 
 ANY: dict[str, Any] = {}  # a map with free keys: anything below is accepted
 

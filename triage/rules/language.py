@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
+from triage.fixes.language import FixCase
 from triage.results import Severity, Verdict
-from triage.rules.node import node
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL", "NONE")
 # By default a log leaf ignores lines that vLLM itself logged at INFO/DEBUG:
@@ -23,13 +23,19 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL", "NONE")
 # and argument dumps are not crashes.
 DEFAULT_LOG_LEVELS = ("WARNING", "ERROR", "CRITICAL", "NONE")
 STREAMS = ("current", "previous", "any")
+# What a pattern is about (``scope:``). A container pattern is evaluated on each triaged
+# container; a pod, workload or node pattern once per pod, workload or node, on that
+# scope's context, and raises its finding on each triaged pod of it; a cluster pattern
+# joins pods after every pod is diagnosed (a cause, ``CausePattern``).
+PATTERN_SCOPES = ("container", "pod", "workload", "node", "cluster")
+E = TypeVar("E")  # a whole-rule example
 NUMERIC_OPS = ("gt", "gte", "lt", "lte")
 COMPARISONS = ("equals", "not_equals", "in", "not_in", "regex", *NUMERIC_OPS, "between",
                "exists")
 EVENT_ABOUT = ("pod", "owner", "any")
 
 
-@node
+@dataclass(frozen=True)
 class Comparison:
     """How a leaf's value is compared (an operator and a value)."""
 
@@ -52,7 +58,7 @@ class Comparison:
             return None
 
 
-@node
+@dataclass(frozen=True)
 class LogLeaf:
     """A log regex, on a stream and at levels."""
 
@@ -63,7 +69,7 @@ class LogLeaf:
     context: int = 1
 
 
-@node
+@dataclass(frozen=True)
 class FieldLeaf:
     """A field of a container, pod or node."""
 
@@ -73,7 +79,7 @@ class FieldLeaf:
     comparison: Comparison | None  # None: display the value when it is set
 
 
-@node
+@dataclass(frozen=True)
 class EventLeaf:
     """A Kubernetes event by reason, message and type."""
 
@@ -83,7 +89,7 @@ class EventLeaf:
     about: str = "pod"
 
 
-@node
+@dataclass(frozen=True)
 class NodeConditionLeaf:
     """A node condition and its status."""
 
@@ -91,7 +97,7 @@ class NodeConditionLeaf:
     status: str = "True"
 
 
-@node
+@dataclass(frozen=True)
 class FactLeaf:
     """A fact, compared or displayed."""
 
@@ -99,22 +105,24 @@ class FactLeaf:
     comparison: Comparison | None  # None: display the fact
 
 
-@node
+@dataclass(frozen=True)
 class MetricLeaf:
     """A derived metric, compared or displayed."""
 
-    name: str  # a derived metric, see triage.metrics.METRICS
+    name: str  # a derived metric, see triage.vllm.metrics.METRICS
     comparison: Comparison | None  # None: display the value when /metrics has it
 
 
-@node
+@dataclass(frozen=True)
 class FindingLeaf:
-    """True when one of these findings was raised for the same pod."""
+    """True when one of these findings was raised for the same pod, or (``severity``) any
+    finding of at least that severity."""
 
     ids: tuple[str, ...]
+    severity: Severity | None = None
 
 
-@node
+@dataclass(frozen=True)
 class RootCauseLeaf:
     """Always true when a log exists: shows the last error that is not a wrapper."""
 
@@ -122,21 +130,21 @@ class RootCauseLeaf:
     lines: int = 8
 
 
-@node
+@dataclass(frozen=True)
 class AnyOf:
     """True when one child is."""
 
     children: tuple[Condition, ...]
 
 
-@node
+@dataclass(frozen=True)
 class AllOf:
     """True when every child is."""
 
     children: tuple[Condition, ...]
 
 
-@node
+@dataclass(frozen=True)
 class Not:
     """The child's truth, negated."""
 
@@ -149,7 +157,7 @@ Condition = (
 )
 
 
-@node
+@dataclass(frozen=True)
 class Escalation:
     """When ``when`` holds for the container that raised the finding, its step says ``verdict``."""
 
@@ -158,31 +166,7 @@ class Escalation:
     note: str
 
 
-@node
-class PatchSpec:
-    """The edits a fix makes, as templates over its values (``triage.patches.Edits``)."""
-
-    target: str = "workload"  # workload | autoscaler | claim
-    args: dict[str, Any] = field(default_factory=dict)
-    container: dict[str, Any] = field(default_factory=dict)
-    pod: dict[str, Any] = field(default_factory=dict)
-    spec: dict[str, Any] = field(default_factory=dict)
-
-
-@node
-class FixCase:
-    """One way to fix a finding: when ``when`` holds (always, without one), compute
-    ``values`` in order from facts, fill ``text`` and ``patch`` with them."""
-
-    text: str
-    when: Condition | None = None
-    values: tuple[tuple[str, Any], ...] = ()  # (name, triage.rules.fixlang.Expression)
-    check: Any = None  # an expression over the values: the case applies only when true
-    patch: PatchSpec | None = None
-    commands: tuple[str, ...] = ()  # templates of kubectl commands that check or apply it
-
-
-@node
+@dataclass(frozen=True)
 class Example:
     """A whole-rule example: a small snapshot and whether the pattern reports on it."""
 
@@ -203,33 +187,33 @@ class Example:
     severity: str | None = None  # with reports: true, the severity it must be raised with
 
 
-class Deferred(Sequence["Example"]):
+class Deferred(Sequence[E]):
     """A shipped pattern's whole-rule examples, read from its file when first asked for
     (``vllm-triage patterns --test``, the tests): a run that only triages never reads them,
     and they are most of the files' text."""
 
     __slots__ = ("_items", "_read")
 
-    def __init__(self, read: Callable[[], tuple[Example, ...]]) -> None:
-        self._read: Callable[[], tuple[Example, ...]] | None = read
-        self._items: tuple[Example, ...] = ()
+    def __init__(self, read: Callable[[], tuple[E, ...]]) -> None:
+        self._read: Callable[[], tuple[E, ...]] | None = read
+        self._items: tuple[E, ...] = ()
 
-    def _all(self) -> tuple[Example, ...]:
+    def _all(self) -> tuple[E, ...]:
         if self._read is not None:
             self._items, self._read = self._read(), None
         return self._items
 
     @overload
-    def __getitem__(self, index: int) -> Example: ...
+    def __getitem__(self, index: int) -> E: ...
     @overload
-    def __getitem__(self, index: slice) -> Sequence[Example]: ...
-    def __getitem__(self, index: int | slice) -> Example | Sequence[Example]:
+    def __getitem__(self, index: slice) -> Sequence[E]: ...
+    def __getitem__(self, index: int | slice) -> E | Sequence[E]:
         return self._all()[index]
 
     def __len__(self) -> int:
         return len(self._all())
 
-    def __iter__(self) -> Iterator[Example]:
+    def __iter__(self) -> Iterator[E]:
         return iter(self._all())
 
     def __eq__(self, other: object) -> bool:
@@ -278,6 +262,9 @@ class Pattern:
     # step 2 "CUDA OOM"); it is shown as its own row beside that step and
     # leaves the step's verdict to the step's own question.
     answers_step: bool = True
+    # What it is about: evaluated on each triaged container (the default), or once per
+    # pod, workload or node (PATTERN_SCOPES).
+    scope: str = "container"
 
     def finding_refs(self) -> set[str]:
         """Finding ids this pattern's conditions look at (it is evaluated after them)."""
@@ -304,3 +291,56 @@ def walk(cond: Condition, into_not: bool = False) -> list[Condition]:
     elif isinstance(cond, Not) and into_not:
         out += walk(cond.child, into_not)
     return out
+
+
+@dataclass(frozen=True)
+class CauseSide:
+    """One end of a cause: the pods for which ``pods`` holds, and which of their findings'
+    cards carry the cause's sentence (these ids, or every finding of ``severity`` or
+    worse)."""
+
+    pods: Condition
+    finding_ids: tuple[str, ...] = ()
+    severity: Severity | None = None
+
+    def carries(self, finding_id: str, severity: Severity) -> bool:
+        return finding_id in self.finding_ids or (
+            self.severity is not None and severity.rank <= self.severity.rank)
+
+
+@dataclass(frozen=True)
+class CauseExample:
+    """A whole-rule example of a cause: nodes and pods in short form, and whether the cause
+    is said (``says``: the exact sentence, when given)."""
+
+    name: str
+    reports: bool
+    pods: tuple[dict[str, Any], ...] = ()
+    nodes: tuple[dict[str, Any], ...] = ()
+    says: str | None = None
+
+
+@dataclass(frozen=True)
+class CausePattern:
+    """A cluster-scope pattern: a failure of some pods (``by``) that explains what other
+    pods suffer (``of``). Evaluated after every pod is diagnosed; its sentence (the first
+    of ``says`` that holds, filled with the cluster's facts and what the two sides hold)
+    is added to the cards of the findings it joins, on both sides."""
+
+    id: str
+    title: str
+    by: CauseSide
+    of: CauseSide
+    says: tuple[FixCase, ...]
+    source: str
+    summary: str = ""
+    references: tuple[str, ...] = ()
+    examples: Sequence[CauseExample] = ()
+
+    def finding_refs(self) -> set[str]:
+        found = set(self.by.finding_ids) | set(self.of.finding_ids)
+        for cond in (self.by.pods, self.of.pods):
+            for leaf in walk(cond, into_not=True):
+                if isinstance(leaf, FindingLeaf):
+                    found.update(leaf.ids)
+        return found

@@ -1,7 +1,7 @@
 """Pattern files: YAML under ``patterns/``, loaded and checked here.
 
 Every name a pattern uses is checked when it is loaded: facts against
-``triage.facts.REGISTRY``, metrics against ``triage.metrics.METRICS``, API
+``triage.facts.REGISTRY``, metrics against ``triage.vllm.metrics.METRICS``, API
 fields against ``triage.rules.fields.SCHEMA``, and finding ids against the
 other patterns. A mistake is a ``PatternError`` naming the file and the
 field path (``when.any[2].fact.name``); that pattern is skipped and the
@@ -10,41 +10,41 @@ others still run.
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
-import json
-from collections.abc import Iterable
-from contextlib import suppress
-from dataclasses import dataclass
+import functools
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import regex
 import yaml
 
-from triage import lazyregex
-from triage.cache import cache_dir, write_atomically
 from triage.facts import REGISTRY as FACTS
-from triage.lazyregex import LazyRegex
-from triage.metrics import METRICS
-from triage.results import Severity, Verdict
-from triage.rules.fields import check_path, parse_path
-from triage.rules.fixlang import (
+from triage.facts import SCOPES
+from triage.fixes.language import (
+    FixCase,
     FixLanguageError,
     LazyExpression,
+    PatchSpec,
     parse_expression,
     template_names,
     value_names,
 )
+from triage.results import Severity, Verdict
+from triage.rules.fields import check_path, parse_path
 from triage.rules.language import (
     COMPARISONS,
     DEFAULT_LOG_LEVELS,
     EVENT_ABOUT,
     LOG_LEVELS,
     NUMERIC_OPS,
+    PATTERN_SCOPES,
     STREAMS,
     AllOf,
     AnyOf,
+    CauseExample,
+    CausePattern,
+    CauseSide,
     Comparison,
     Condition,
     Deferred,
@@ -54,17 +54,25 @@ from triage.rules.language import (
     FactLeaf,
     FieldLeaf,
     FindingLeaf,
-    FixCase,
     LogLeaf,
     MetricLeaf,
     NodeConditionLeaf,
     Not,
-    PatchSpec,
     Pattern,
     RootCauseLeaf,
+    walk,
 )
+from triage.speed import lazyregex
+from triage.speed.lazyregex import LazyRegex
+from triage.vllm.metrics import METRICS
+from triage.vllm.wordings import REGEX_FLAGS, WORDINGS_FILE, Wording, shipped_dir
+from triage.vllm.wordings import read as read_wordings
+from triage.vllm.wordings import shipped as shipped_wordings
 
-REGEX_FLAGS = regex.VERSION1 | regex.MULTILINE
+# Files beside the patterns that are data, not patterns: each is read by its own reader
+# (the wordings by triage.vllm.wordings; checklist.yaml: the steps' titles and settings).
+CHECKLIST_FILE = "checklist.yaml"
+DATA_FILES = (WORDINGS_FILE, CHECKLIST_FILE)
 # libyaml's loader when PyYAML was built with it: loading every pattern file
 # is most of a small scan's start-up otherwise.
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -90,8 +98,28 @@ FIX_CONTEXT = ("namespace", "pod", "container", "node", "workload", "workload_ki
 _TOP_KEYS = {
     "id", "severity", "title", "step", "remediation", "when", "summary", "show", "fallback",
     "yields_to", "escalate", "examples", "references", "warn_when", "fix", "answers_step",
-    "explained_by",
+    "explained_by", "scope",
 }
+_CAUSE_KEYS = {"id", "scope", "title", "summary", "cause", "references", "examples"}
+_SAYS_KEYS = {"values", "if", "text"}
+_CAUSE_EXAMPLE_KEYS = {"name", "reports", "pods", "nodes", "says"}
+_EXAMPLE_POD_KEYS = {"name", "workload", "node", "gpus", "phase", "state", "restarts",
+                     "findings"}
+# The leaves a pattern of each scope may use: what that scope's context can answer.
+_SCOPE_LEAVES = {
+    "pod": ("any", "all", "not", "pod", "node", "event", "fact", "metric", "finding"),
+    "workload": ("any", "all", "not", "fact"),
+    "node": ("any", "all", "not", "node", "fact"),
+}
+# The fact scopes each pattern scope reads: its own and the ones around it.
+_SCOPE_FACTS = {
+    "container": SCOPES,
+    "pod": ("pod", "node", "workload", "cluster"),
+    "workload": ("workload", "cluster"),
+    "node": ("node", "cluster"),
+    "cluster": ("pod", "node", "workload", "cluster"),
+}
+
 _FIX_KEYS = {"when", "values", "if", "text", "patch", "commands"}
 _PATCH_KEYS = {"target", "args", "container", "pod", "spec"}
 _PATCH_TARGETS = ("workload", "autoscaler", "claim")
@@ -106,9 +134,12 @@ _UNREAD_KINDS = ("logs", "events", "metrics", "nodes", "configmaps", "services",
 class _Reader:
     """Validates one file, keeping the path of the field being read for errors."""
 
-    def __init__(self, source: str, lazy: bool = False) -> None:
+    def __init__(self, source: str, lazy: bool = False,
+                 wordings: Mapping[str, Wording] | None = None) -> None:
         self.source = source
         self.lazy = lazy  # a shipped file, checked when the tool is tested: compiled on use
+        # What a log leaf may name instead of writing a regex (`log: {wording: NAME}`).
+        self.wordings = wordings if wordings is not None else shipped_wordings()
 
     def fail(self, where: str, problem: str) -> PatternError:
         return PatternError(self.source, where, problem)
@@ -221,6 +252,13 @@ class _Reader:
             return AnyOf(children) if kind == "any" else AllOf(children)
         if kind == "not":
             return Not(self.condition(body, at))
+        if kind == "finding" and isinstance(body, dict):
+            levels = [s.value for s in Severity]
+            if set(body) != {"severity"} or body["severity"] not in levels:
+                raise self.fail(at, "must be a finding id, a list of them, or {severity: "
+                                "LEVEL} (any finding of at least LEVEL), LEVEL one of "
+                                + ", ".join(levels))
+            return FindingLeaf((), Severity(body["severity"]))
         if kind == "finding":
             ids = [body] if isinstance(body, str) else body
             if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
@@ -277,10 +315,40 @@ class _Reader:
             )
         raise self.fail(at, "unknown condition kind; expected one of " + ", ".join(_LEAF_KINDS))
 
+    def scoped(self, cond: Condition, scope: str, where: str) -> Condition:
+        """``cond`` if a pattern of ``scope`` can evaluate it: only the leaves and the facts
+        that scope's context answers (a node pattern reads no log)."""
+        leaves = _SCOPE_LEAVES.get(scope)
+        kinds = {AnyOf: "any", AllOf: "all", Not: "not", LogLeaf: "log", EventLeaf: "event",
+                 NodeConditionLeaf: "node", FactLeaf: "fact", MetricLeaf: "metric",
+                 FindingLeaf: "finding", RootCauseLeaf: "root_cause"}
+        for leaf in walk(cond, into_not=True):
+            kind = leaf.scope if isinstance(leaf, FieldLeaf) else kinds[type(leaf)]
+            if leaves is not None and kind not in leaves:
+                raise self.fail(where, f"a {scope} pattern cannot use a {kind} leaf (it is "
+                                f"evaluated once per {scope}); it may use "
+                                + ", ".join(leaves))
+            if isinstance(leaf, FactLeaf):
+                for name in (leaf.name, leaf.comparison.fact_ref if leaf.comparison else None):
+                    if name and FACTS[name].scope not in _SCOPE_FACTS[scope]:
+                        raise self.fail(where, f"fact {name} is about a {FACTS[name].scope}: "
+                                        f"a {scope} pattern reads facts about a "
+                                        + " or ".join(_SCOPE_FACTS[scope]))
+        return cond
+
     def log_leaf(self, body: dict[str, Any], at: str) -> LogLeaf:
-        unknown = set(body) - {"regex", "stream", "levels", "tail", "context"}
+        unknown = set(body) - {"regex", "wording", "stream", "levels", "tail", "context"}
         if unknown:
             raise self.fail(f"{at}.{sorted(unknown)[0]}", "unknown key")
+        text, where = body.get("regex"), f"{at}.regex"
+        if "wording" in body:
+            where, name = f"{at}.wording", body["wording"]
+            if "regex" in body:
+                raise self.fail(where, "give regex or wording, not both")
+            if not isinstance(name, str) or name not in self.wordings:
+                raise self.fail(where, f"unknown wording {name!r}; patterns/{WORDINGS_FILE} "
+                                "lists them")
+            text = self.wordings[name].regex
         stream = body.get("stream", "any")
         if stream not in STREAMS:
             raise self.fail(f"{at}.stream", f"must be one of {', '.join(STREAMS)}")
@@ -298,7 +366,7 @@ class _Reader:
         if not isinstance(context, int) or not 0 <= context <= 10:
             raise self.fail(f"{at}.context", "must be an integer from 0 to 10")
         return LogLeaf(
-            regex=self.compile(body.get("regex"), f"{at}.regex"),
+            regex=self.compile(text, where),
             stream=stream, levels=levels, tail=tail, context=context,
         )
 
@@ -315,21 +383,26 @@ class _Reader:
         return Escalation(self.condition(data["when"], "escalate.when"), Verdict(verdict),
                           self.string(data, "note", "escalate."))
 
-    def fix(self, data: Any) -> tuple[FixCase, ...]:
-        """``fix:``: one case (a mapping) or a list of cases, tried in order."""
+    def fix(self, data: Any, key: str = "fix", names: set[str] | None = None,
+            keys: set[str] = _FIX_KEYS) -> tuple[FixCase, ...]:
+        """``fix:``: one case (a mapping) or a list of cases, tried in order. ``key``,
+        ``names`` and ``keys``: another list of cases (a cause's ``says``), the names its
+        expressions may use and the keys a case may have."""
         if data is None:
             return ()
         cases = data if isinstance(data, list) else [data]
         out: list[FixCase] = []
         for i, case in enumerate(cases):
-            at = f"fix[{i}]" if isinstance(data, list) else "fix"
+            at = f"{key}[{i}]" if isinstance(data, list) else key
             if not isinstance(case, dict):
-                raise self.fail(at, "must be a mapping with text, and values, when, patch")
-            unknown = set(case) - _FIX_KEYS
+                raise self.fail(at, "must be a mapping with text, and " + ", ".join(
+                    sorted(keys - {"text"})))
+            unknown = set(case) - keys
             if unknown:
                 raise self.fail(f"{at}.{sorted(unknown)[0]}", "unknown key; expected one of "
-                                + ", ".join(sorted(_FIX_KEYS)))
-            known = set(FACTS) | set(METRICS) | set(FIX_CONTEXT)
+                                + ", ".join(sorted(keys)))
+            known = set(names) if names is not None else \
+                set(FACTS) | set(METRICS) | set(FIX_CONTEXT)
             values: list[tuple[str, Any]] = []
             raw_values = case.get("values") or {}
             if not isinstance(raw_values, dict):
@@ -493,6 +566,12 @@ class _Reader:
         step = data.get("step")
         if not isinstance(step, int) or isinstance(step, bool) or not 1 <= step <= 10:
             raise self.fail("step", f"must be a checklist step from 1 to 10, got {step!r}")
+        scope = data.get("scope", "container")
+        if scope not in PATTERN_SCOPES:
+            raise self.fail("scope", "must be one of " + ", ".join(PATTERN_SCOPES))
+        if scope == "cluster":
+            raise self.fail("scope", "a cluster pattern is a cause: it has a cause section "
+                            "instead of severity, step, when and remediation")
         answers_step = data.get("answers_step", True)
         if not isinstance(answers_step, bool):
             raise self.fail("answers_step", f"must be true or false, got {answers_step!r}")
@@ -512,7 +591,8 @@ class _Reader:
             if severity != Severity.CRITICAL.value:
                 raise self.fail("warn_when", "only a critical pattern has a milder warning "
                                 "form")
-            warn_when = self.condition(data["warn_when"], "warn_when")
+            warn_when = self.scoped(self.condition(data["warn_when"], "warn_when"), scope,
+                                    "warn_when")
         explained_by = None
         if data.get("explained_by") is not None:
             rule = data["explained_by"]
@@ -538,9 +618,9 @@ class _Reader:
             step=step,
             remediation=remediation,
             summary=self.string(data, "summary", "", required=False).strip(),
-            when=self.condition(data["when"], "when"),
-            show=tuple(self.condition(c, f"show[{i}]", display_ok=True)
-                       for i, c in enumerate(show_raw)),
+            when=self.scoped(self.condition(data["when"], "when"), scope, "when"),
+            show=tuple(self.scoped(self.condition(c, f"show[{i}]", display_ok=True), scope,
+                                   f"show[{i}]") for i, c in enumerate(show_raw)),
             fallback=bool(data.get("fallback", False)),
             yields_to=tuple(yields),
             escalate=self.escalation(data.get("escalate")),
@@ -552,90 +632,185 @@ class _Reader:
             explained_by=explained_by,
             fix=self.fix(data.get("fix")),
             answers_step=answers_step,
+            scope=scope,
         )
+
+    def cause_pattern(self, data: dict[str, Any]) -> CausePattern:
+        """A cluster-scope pattern: a cause that joins pods (see ``CausePattern``)."""
+        unknown = set(data) - _CAUSE_KEYS
+        if unknown:
+            raise self.fail(sorted(unknown)[0], "a cluster pattern is a cause: it has "
+                            + ", ".join(sorted(_CAUSE_KEYS)) + ", not a finding's "
+                            "severity, step, when and remediation")
+        pid = self.string(data, "id", "")
+        if not _ID.match(pid):
+            raise self.fail("id", f"must be lower-case words joined by '-', got {pid!r}")
+        cause = data.get("cause")
+        if not isinstance(cause, dict) or set(cause) != {"by", "of", "says"}:
+            raise self.fail("cause", "must be a mapping with by, of and says")
+        by, of = (self.cause_side(cause[k], f"cause.{k}") for k in ("by", "of"))
+        names = {n for n, spec in FACTS.items() if spec.scope == "cluster"}
+        pod_facts = [n for n, spec in FACTS.items() if spec.scope == "pod"]
+        for side in ("by", "of"):
+            names |= {f"{side}_workload", f"{side}_workloads", f"{side}_pods",
+                      f"{side}_findings"} | {f"{side}_{n}" for n in pod_facts}
+        says = self.fix(cause["says"], "cause.says", names, _SAYS_KEYS)
+        if not says:
+            raise self.fail("cause.says", "must hold at least one sentence")
+        refs = data.get("references", [])
+        if not isinstance(refs, list):
+            raise self.fail("references", "must be a list")
+        return CausePattern(
+            id=pid, title=self.string(data, "title", ""), by=by, of=of, says=says,
+            source=self.source, references=tuple(str(r) for r in refs),
+            summary=self.string(data, "summary", "", required=False).strip(),
+            examples=Deferred(lambda: self.cause_examples(data.get("examples")))
+            if self.lazy else self.cause_examples(data.get("examples")))
+
+    def cause_side(self, data: Any, where: str) -> CauseSide:
+        if not isinstance(data, dict) or set(data) != {"pods", "findings"}:
+            raise self.fail(where, "must be a mapping with pods (a condition on each pod) and "
+                            "findings (the findings whose cards carry the cause)")
+        pods = self.scoped(self.condition(data["pods"], f"{where}.pods"), "pod",
+                           f"{where}.pods")
+        carried = data["findings"]
+        if isinstance(carried, dict):
+            levels = [s.value for s in Severity]
+            if set(carried) != {"severity"} or carried["severity"] not in levels:
+                raise self.fail(f"{where}.findings", "must be a list of finding ids or "
+                                "{severity: LEVEL}, LEVEL one of " + ", ".join(levels))
+            return CauseSide(pods, severity=Severity(carried["severity"]))
+        if not isinstance(carried, list) or not carried or \
+                not all(isinstance(i, str) for i in carried):
+            raise self.fail(f"{where}.findings", "must be a list of finding ids or "
+                            "{severity: LEVEL}")
+        return CauseSide(pods, finding_ids=tuple(carried))
+
+    def cause_examples(self, data: Any) -> tuple[CauseExample, ...]:
+        if data is None:
+            return ()
+        if not isinstance(data, list):
+            raise self.fail("examples", "must be a list of whole-rule examples")
+        out: list[CauseExample] = []
+        for i, case in enumerate(data):
+            at = f"examples[{i}]"
+            if not isinstance(case, dict):
+                raise self.fail(at, "must be a mapping")
+            unknown = set(case) - _CAUSE_EXAMPLE_KEYS
+            if unknown:
+                raise self.fail(f"{at}.{sorted(unknown)[0]}", "unknown key; expected one of "
+                                + ", ".join(sorted(_CAUSE_EXAMPLE_KEYS)))
+            reports = case.get("reports")
+            if not isinstance(reports, bool):
+                raise self.fail(f"{at}.reports", "must be true (the cause is said) or false")
+            pods = case.get("pods") or []
+            if not isinstance(pods, list) or not all(isinstance(p, dict) for p in pods):
+                raise self.fail(f"{at}.pods", "must be a list of pods")
+            for j, pod in enumerate(pods):
+                bad = set(pod) - _EXAMPLE_POD_KEYS
+                if bad or not isinstance(pod.get("name"), str):
+                    raise self.fail(f"{at}.pods[{j}]", "a pod has a name and any of "
+                                    + ", ".join(sorted(_EXAMPLE_POD_KEYS - {"name"})))
+            nodes = case.get("nodes") or []
+            if not isinstance(nodes, list) or not all(
+                    isinstance(n, dict) and set(n) <= {"name", "gpus"} for n in nodes):
+                raise self.fail(f"{at}.nodes", "must be a list of {name, gpus}")
+            says = case.get("says")
+            if says is not None and not isinstance(says, str):
+                raise self.fail(f"{at}.says", "must be the sentence the cause says")
+            out.append(CauseExample(self.string(case, "name", f"{at}."), reports,
+                                    tuple(pods), tuple(nodes), says))
+        return tuple(out)
 
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-_UNPARSED = object()
-
-
-def parse_pattern(text: str, source: str, lazy: bool = False, data: Any = _UNPARSED
-                  ) -> Pattern:
+def parse_pattern(text: str, source: str, lazy: bool = False,
+                  wordings: Mapping[str, Wording] | None = None) -> Pattern:
     """One pattern file; ``lazy``: its regexes are compiled on first use (a shipped file,
     whose regexes the tests compile), else here, so that a mistake is a PatternError.
-    ``data``: the file's YAML already parsed (``_parsed_documents``)."""
-    reader = _Reader(source, lazy)
-    if data is _UNPARSED:
-        try:
-            data = yaml.load(text, Loader=_YAML_LOADER)  # a SafeLoader: no arbitrary objects
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f"line {mark.line + 1}" if mark is not None else "(file)"
-            problem = getattr(exc, "problem", exc)
-            raise PatternError(source, where, f"not valid YAML: {problem}") from None
+    ``wordings``: what its log leaves may name (the shipped wordings when not given)."""
+    found = parse_document(text, source, lazy, wordings)
+    if isinstance(found, CausePattern):
+        raise PatternError(source, "scope", "a cluster pattern is a cause, not a finding")
+    return found
+
+
+def parse_document(text: str, source: str, lazy: bool = False,
+                   wordings: Mapping[str, Wording] | None = None) -> Pattern | CausePattern:
+    """One pattern file: a finding's pattern, or a cause (``scope: cluster``)."""
+    reader = _Reader(source, lazy, wordings)
+    data = _yaml(text, source)
+    if isinstance(data, dict) and data.get("scope") == "cluster":
+        return reader.cause_pattern(data)
     return reader.pattern(data)
 
 
-# --- the parsed pattern files, cached by their content ------------------------------------
-# Parsing the shipped files' YAML (270 KB, most of it whole-rule examples) was a tenth
-# of a small analyze's start-up; the same documents as JSON load twenty times faster.
-# The cache is keyed by every file's name and bytes, PyYAML's version and loader and
-# this schema: an edited file, a new file or another PyYAML is a new key. Plain data
-# only (JSON, never pickle): a cache file can at worst hold wrong data for its key, and
-# a document JSON does not give back exactly (dates, non-string keys) is not cached.
-_CACHE_SCHEMA = "vllm-triage/pattern-documents/v1"
-_CACHE_KEEP = 8  # files kept: a few pattern sets (versions, --patterns dirs) side by side
+def _yaml(text: str, source: str) -> Any:
+    try:
+        return yaml.load(text, Loader=_YAML_LOADER)  # a SafeLoader: no arbitrary objects
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else "(file)"
+        problem = getattr(exc, "problem", exc)
+        raise PatternError(source, where, f"not valid YAML: {problem}") from None
 
 
-def _parsed_documents(files: list[tuple[Path, str]]) -> dict[str, Any]:
-    """File name -> its parsed YAML, for each of ``files`` that is valid YAML (the others
-    are parsed again by parse_pattern, which reports them); from the cache when these
-    exact texts were parsed before, else parsed and cached."""
-    digest = hashlib.sha256(f"{_CACHE_SCHEMA}\0{yaml.__version__}\0"
-                            f"{_YAML_LOADER.__name__}\0".encode())
-    for path, text in files:
-        digest.update(f"{path.name}\0{len(text)}\0{text}\0".encode("utf-8", "surrogatepass"))
-    cache = cache_dir() / f"patterns-{digest.hexdigest()[:40]}.json"
-    with suppress(OSError, ValueError):
-        cached = json.loads(cache.read_text(encoding="utf-8"))
-        if isinstance(cached, dict):
-            return cached
-    out: dict[str, Any] = {}
-    for path, text in files:
-        with suppress(yaml.YAMLError):
-            out[path.name] = yaml.load(text, Loader=_YAML_LOADER)
-    with suppress(OSError, ValueError, TypeError, RecursionError):
-        encoded = json.dumps(out)
-        if json.loads(encoded) == out:  # exactly what YAML gave, or not cached
-            _write_cache(cache, encoded)
-    return out
+@dataclass(frozen=True)
+class Checklist:
+    """``patterns/checklist.yaml``: the ten steps' titles, and the settings the facts and
+    the steps read (values that are no one pattern's condition, such as how old vLLM's
+    stats lines may be to say what the server does now)."""
+
+    titles: dict[int, str]
+    settings: dict[str, Any]
 
 
-def _write_cache(cache: Path, encoded: str) -> None:
-    write_atomically(cache, encoded.encode("utf-8"))
-    kept = sorted(cache.parent.glob("patterns-*.json"), key=lambda p: p.stat().st_mtime,
-                  reverse=True)
-    for old in kept[_CACHE_KEEP:]:
-        with suppress(OSError):
-            old.unlink()
+def read_checklist(text: str, source: str, base: Checklist | None = None) -> Checklist:
+    """A checklist file; over ``base`` (the shipped one) it changes only what it names, and
+    may name only the steps and settings the shipped file has, with values of their type."""
+    data = _yaml(text, source)
+    if not isinstance(data, dict) or set(data) - {"steps", "settings"}:
+        raise PatternError(source, "(top)", "a checklist file has steps and settings")
+    titles = dict(base.titles) if base else {}
+    steps = data.get("steps") or {}
+    if not isinstance(steps, dict):
+        raise PatternError(source, "steps", "must map step numbers 1-10 to titles")
+    for number, title in steps.items():
+        if not isinstance(number, int) or not 1 <= number <= 10:
+            raise PatternError(source, f"steps.{number}", "a step is a number from 1 to 10")
+        if not isinstance(title, str) or not title.strip():
+            raise PatternError(source, f"steps.{number}", "must be a non-empty title")
+        titles[number] = title.strip()
+    if base is None and sorted(titles) != list(range(1, 11)):
+        raise PatternError(source, "steps", "must title every step from 1 to 10")
+    settings = dict(base.settings) if base else {}
+    given = data.get("settings") or {}
+    if not isinstance(given, dict):
+        raise PatternError(source, "settings", "must be a mapping of name: value")
+    for name, value in given.items():
+        if base is not None and name not in base.settings:
+            raise PatternError(source, f"settings.{name}", "unknown setting; the shipped "
+                               "checklist.yaml lists them")
+        if not _is_number(value) or (base is not None and not _is_number(base.settings[name])):
+            raise PatternError(source, f"settings.{name}", "must be a number")
+        settings[name] = value
+    return Checklist(titles, settings)
+
+
+@functools.cache
+def shipped_checklist() -> Checklist:
+    """The shipped patterns/checklist.yaml alone (whole-rule examples and tests read its
+    settings without loading every pattern)."""
+    path = builtin_dir() / CHECKLIST_FILE
+    return read_checklist(path.read_text(encoding="utf-8"), _display(path))
 
 
 def builtin_dir() -> Path:
     """The shipped patterns: the installed triage.builtin_patterns package, or the source tree."""
-    # A data-only namespace package: find_spec knows where it lives, in a wheel
-    # and in an editable install alike.
-    try:
-        spec = importlib.util.find_spec("triage.builtin_patterns")
-    except (ImportError, ValueError):
-        spec = None
-    for location in (spec.submodule_search_locations or []) if spec else []:
-        path = Path(location)
-        if any(path.glob("*.yaml")):
-            return path
-    return Path(__file__).resolve().parent.parent.parent / "patterns"
+    return shipped_dir()
 
 
 @dataclass(frozen=True)
@@ -644,6 +819,9 @@ class PatternSet:
 
     patterns: tuple[Pattern, ...]  # in evaluation order: a pattern after those it refers to
     errors: tuple[PatternError, ...]
+    causes: tuple[CausePattern, ...] = ()  # cluster patterns, joined after every pod
+    # the shipped patterns/checklist.yaml unless a set of patterns gives its own
+    checklist: Checklist = field(default_factory=lambda: shipped_checklist())
 
     def by_id(self) -> dict[str, Pattern]:
         return {p.id: p for p in self.patterns}
@@ -659,29 +837,85 @@ def load_patterns(extra_dirs: Iterable[Path] = (), check_builtin: bool = False) 
     ``check_builtin`` (``vllm-triage patterns``, the tests); the others' here.
     """
     by_id: dict[str, Pattern] = {}
+    causes: dict[str, CausePattern] = {}
     errors: list[PatternError] = []
+    checklist: Checklist | None = None
     shipped = builtin_dir()
+    extra_dirs = list(extra_dirs)
+    table = _wordings(extra_dirs, errors)
     for directory in (shipped, *extra_dirs):
         if not directory.is_dir():
             errors.append(PatternError(str(directory), "(directory)", "not a directory"))
             continue
         lazy = directory == shipped and not check_builtin
-        files: list[tuple[Path, str]] = []
         for path in sorted(directory.glob("*.y*ml")):
+            if path.name in DATA_FILES and path.name != CHECKLIST_FILE:
+                continue  # data beside the patterns, read by its own reader
             try:
-                files.append((path, path.read_text(encoding="utf-8")))
+                text = path.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:
                 errors.append(PatternError(_display(path), "(file)", f"unreadable: {exc}"))
-        documents = _parsed_documents(files)
-        for path, text in files:
+                continue
+            if path.name == CHECKLIST_FILE:
+                try:
+                    checklist = read_checklist(text, _display(path), checklist)
+                except PatternError as exc:
+                    errors.append(exc)
+                continue
             try:
-                pattern = parse_pattern(text, _display(path), lazy,
-                                        documents.get(path.name, _UNPARSED))
+                found = parse_document(text, _display(path), lazy, table)
             except PatternError as exc:
                 errors.append(exc)
                 continue
-            by_id[pattern.id] = pattern
-    return resolve(by_id, errors)
+            if isinstance(found, CausePattern):
+                causes[found.id] = found
+                by_id.pop(found.id, None)
+            else:
+                by_id[found.id] = found
+                causes.pop(found.id, None)
+    loaded = resolve(by_id, errors)
+    kept: list[CausePattern] = []
+    cause_errors: list[PatternError] = []
+    for cause in causes.values():
+        missing = sorted(cause.finding_refs() - {p.id for p in loaded.patterns})
+        if missing:
+            cause_errors.append(PatternError(cause.source, "cause", f"unknown finding id "
+                                             f"{missing[0]!r}"))
+        else:
+            kept.append(cause)
+    return PatternSet(loaded.patterns, loaded.errors + tuple(cause_errors), tuple(kept),
+                      checklist or shipped_checklist())
+
+
+def _wordings(extra_dirs: list[Path], errors: list[PatternError]) -> dict[str, Wording]:
+    """The shipped wordings, and those the ``wordings.yaml`` of each extra directory adds
+    (a later directory's over an earlier one's). A shipped wording is not replaced: the
+    facts built their log queries from it when the tool started, and a pattern reading
+    another text under the same name would disagree with them; a new name is the way."""
+    table = dict(shipped_wordings())
+    for directory in extra_dirs:
+        path = directory / WORDINGS_FILE
+        if not path.is_file():
+            continue
+        added, problems = read_wordings(path, _display(path))
+        errors += [PatternError(e.source, e.where, e.problem) for e in problems]
+        for name, wording in added.items():
+            if name in shipped_wordings() and wording.regex == shipped_wordings()[name].regex:
+                continue  # the shipped text again (a copy of the shipped directory)
+            if name in shipped_wordings():
+                errors.append(PatternError(wording.origin, f"{name}.name", "a shipped wording "
+                                           "is read by the tool's own facts as shipped and "
+                                           "cannot be replaced: give this text a name of its "
+                                           "own and name that in your patterns"))
+                continue
+            try:
+                regex.compile(wording.regex, REGEX_FLAGS)
+            except regex.error as exc:
+                errors.append(PatternError(wording.origin, f"{name}.regex",
+                                           f"invalid regular expression: {exc}"))
+                continue
+            table[name] = wording
+    return table
 
 
 def resolve(by_id: dict[str, Pattern], errors: list[PatternError] | None = None) -> PatternSet:

@@ -35,13 +35,13 @@ from typing import TYPE_CHECKING, Any
 
 import regex
 
-from triage.redact import redact_text
 from triage.results import Finding, PodResult, Report, Severity
-from triage.sanitize import sanitize
+from triage.safety.redact import redact_text
+from triage.safety.sanitize import sanitize
 
 if TYPE_CHECKING:
     from triage.collect.live import LiveCollector
-    from triage.collect.podwatch import PodWatcher
+    from triage.collect.live.podwatch import PodWatcher
 
 # Readiness: the last complete cycle ended at most this many intervals ago.
 READY_INTERVALS = 3

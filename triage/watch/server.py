@@ -22,11 +22,11 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
-from triage.report import writers
-from triage.report.clusters import ClusterReport
-from triage.report.clusters import render as render_sections
-from triage.report.markdown import inline
+from triage.clusters.report import ClusterReport
+from triage.clusters.report import render as render_sections
 from triage.watch.cycle import ClusterWatch
+from triage.writers import writers
+from triage.writers.markdown import inline
 
 _FORMATS = {"/report": ("html", "text/html; charset=utf-8"),
             "/report.html": ("html", "text/html; charset=utf-8"),

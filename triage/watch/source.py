@@ -12,9 +12,16 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from triage.collect import transport
-from triage.collect.live import Connection, LiveCollector, Options, Reader, ReadError, connect
-from triage.collect.podwatch import PodWatcher
+from triage.collect.live import (
+    Connection,
+    LiveCollector,
+    Options,
+    Reader,
+    ReadError,
+    connect,
+    transport,
+)
+from triage.collect.live.podwatch import PodWatcher
 
 
 class StoppableReader(Reader):

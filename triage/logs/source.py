@@ -1,0 +1,240 @@
+"""Where a log's bytes are (``LogSource``) and how a scan reads them: in blocks of whole
+lines, so memory stays bounded whatever the log's size, with every line longer than
+MAX_LINE_BYTES cut to its head and its tail and carriage-return redraws split into lines."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from triage.logs import heap
+from triage.logs.lines import _CONTROL_BYTES, MAX_LINE_BYTES, _cut_mark, decode
+
+# A log is read this many bytes at a time, cut back to its last whole line.
+BLOCK_BYTES = 8 * 1024 * 1024
+
+
+class LogReleased(RuntimeError):
+    """A log was read again after its pod's analysis released it: a programming error
+    (every query the steps and the report use is answered by the one scan)."""
+
+
+@dataclass(eq=False)
+class LogSource:
+    """Where a log's bytes are: in memory (a live read, bounded) or in a file (a bundle)."""
+
+    data: bytes | None = None
+    path: Path | None = None
+    released: bool = False
+
+    def release(self) -> None:
+        """Drop the bytes: the log has been scanned and its pod diagnosed."""
+        self.data, self.released = None, True
+
+    @classmethod
+    def of(cls, text: str | bytes) -> LogSource:
+        return cls(data=text.encode("utf-8", errors="replace") if isinstance(text, str)
+                   else bytes(text))
+
+    @property
+    def size(self) -> int:
+        if self.data is not None:
+            return len(self.data)
+        try:
+            return self.path.stat().st_size if self.path else 0
+        except OSError:
+            return 0
+
+    def blocks(self, size: int = BLOCK_BYTES) -> Iterator[bytes]:
+        if self.released:
+            raise LogReleased(f"log {self.path or '(read live)'} was read after its release")
+        if self.data is not None:
+            for start in range(0, len(self.data), size):
+                yield self.data[start:start + size]
+            return
+        if self.path is None:
+            return
+        with open(self.path, "rb") as f:
+            while block := f.read(size):
+                yield block
+
+    def text(self) -> str:
+        """The whole log decoded (for writing bundles and small tests, not for scanning)."""
+        return decode(b"".join(self.blocks()))
+
+
+# --- blocks of whole lines ------------------------------------------------------------------
+
+
+def _line_blocks(source: LogSource) -> Iterator[bytes]:
+    """Blocks of whole lines, each ending with a newline.
+
+    A line longer than a block keeps its head and its tail (MAX_LINE_BYTES in
+    all, with a mark saying how much of its middle was dropped) and the rest
+    is skipped as it streams past, so one huge line costs no more memory than
+    any other and the crash printed at its end is still read. A file is read
+    one buffer at a time: after the last whole line of a read it seeks back,
+    rather than carrying the rest over.
+    """
+    half = MAX_LINE_BYTES // 2
+    reader = _FileReader(source.path) if source.data is None else _MemoryReader(source.data)
+    with reader:
+        while data := reader.read(BLOCK_BYTES):
+            if len(data) == BLOCK_BYTES:  # a big log: its blocks' copies reuse the heap
+                heap.keep_freed_blocks()
+            # A bare carriage return ends a line too (a log of tqdm redraws may hold no
+            # newline at all); one at the very end may be the half of a \r\n.
+            last = max(data.rfind(b"\n"), data.rfind(b"\r", 0, len(data) - 1))
+            if last >= 0:
+                if last < len(data) - 1:
+                    if reader.at_end():  # the final line has no newline
+                        data += b"\n"
+                    else:
+                        reader.back(len(data) - last - 1)
+                        data = data[:last + 1]
+                yield data
+                del data  # before the next read: one block in memory at a time
+                continue
+            head, tail, total = data[:MAX_LINE_BYTES + 1], data[-half:], len(data)
+            del data
+            while chunk := reader.read(BLOCK_BYTES):
+                found = _LINE_END.search(chunk)
+                end = found.start() if found else -1
+                part = chunk if end < 0 else chunk[:end]
+                if len(head) <= MAX_LINE_BYTES:
+                    head += part[:MAX_LINE_BYTES + 1 - len(head)]
+                tail = (tail + part)[-half:]
+                total += len(part)
+                if end >= 0:
+                    reader.back(len(chunk) - end - 1 - (chunk[end:end + 2] == b"\r\n"))
+                    break
+            if total <= MAX_LINE_BYTES:  # longer than a block, not than a line
+                yield head + b"\n"
+                continue
+            yield (head[:half] + _cut_mark(total - 2 * half, "bytes").encode() + tail + b"\n")
+
+
+def _bounded_lines(data: bytes) -> bytes:
+    """``data`` with carriage-return redraws split into lines and every line longer than
+    MAX_LINE_BYTES cut to its head and its tail (one rule for both search paths).
+
+    A bare ``\\r`` (tqdm's redraw, or a log separated by carriage returns only)
+    ends a line, so the last redraw is a line of its own and a crash printed
+    after 10,000 redraws is the line it is.
+    """
+    if b"\r" in data:
+        data = _BARE_CR.sub(b"\n", data)
+    # JSON lines whose strings hold line breaks (a backslash first: one byte is found
+    # at memchr's speed, the two-byte search costs 7 ms a block)
+    if b"\\" in data and b"\\n" in data and b'{"' in data:
+        data = _JSON_RECORD.sub(_json_breaks, data)
+    half = MAX_LINE_BYTES // 2
+    # A line longer than MAX_LINE_BYTES holds a whole aligned window of `half` bytes with no
+    # newline: a thousand finds per block rule that out, with no pass per line.
+    if all(data.find(b"\n", p, p + half) >= 0 or p + half > len(data)
+           for p in range(0, len(data), half)):
+        return data
+    out: list[bytes] = []
+    pos = 0
+    while pos < len(data):
+        end = data.find(b"\n", pos)
+        end = len(data) if end < 0 else end
+        if end - pos > MAX_LINE_BYTES + 64:  # +64: a line cut once already, with its mark
+            out.append(data[pos:pos + half] + _cut_mark(end - pos - 2 * half, "bytes").encode()
+                       + data[end - half:end])
+        else:
+            out.append(data[pos:end])
+        pos = end + 1
+    return b"\n".join(out) + b"\n"
+
+
+_BARE_CR = re.compile(rb"\r+(?!\n)")
+# A JSON-lines record (a logger writing one object per line, after kubectl's time when
+# read with --timestamps) with an escaped line break in it: a traceback in its message.
+_JSON_RECORD = re.compile(
+    rb"^(?:\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:\d\d) )?\{\"[^\n]*\\n[^\n]*$", re.MULTILINE)
+
+
+def _json_breaks(m: re.Match[bytes]) -> bytes:
+    """A JSON record's escaped line breaks as line ends (and its escaped quotes as quotes):
+    patterns see the message's lines as the lines they are, and a record longer than a line
+    is cut per message line, never losing the crash at its end."""
+    return m.group(0).replace(b"\\r\\n", b"\n").replace(b"\\n", b"\n").replace(
+        b'\\"', b'"').replace(b"\\t", b"\t")
+
+
+_LINE_END = re.compile(rb"[\r\n]")
+
+
+class _FileReader:
+    def __init__(self, path: Path | None) -> None:
+        self.f: Any = None
+        if path is None:
+            return
+        # Never through a link, never a FIFO or a device put there since it was listed.
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        fd = os.open(path, flags)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise OSError(f"{path}: not a regular file")
+        self.f = os.fdopen(fd, "rb")
+
+    def __enter__(self) -> _FileReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.f is not None:
+            self.f.close()
+
+    def read(self, size: int) -> bytes:
+        return self.f.read(size) if self.f is not None else b""
+
+    def back(self, count: int) -> None:
+        if self.f is not None and count:
+            self.f.seek(-count, os.SEEK_CUR)
+
+    def at_end(self) -> bool:
+        if self.f is None:
+            return True
+        pos: int = self.f.tell()
+        end: int = self.f.seek(0, os.SEEK_END)
+        self.f.seek(pos)
+        return pos >= end
+
+
+class _MemoryReader(_FileReader):
+    def __init__(self, data: bytes) -> None:
+        self.f = None
+        self.data, self.pos = data, 0
+
+    def read(self, size: int) -> bytes:
+        out = self.data[self.pos:self.pos + size]
+        self.pos += len(out)
+        return out
+
+    def back(self, count: int) -> None:
+        self.pos -= count
+
+    def at_end(self) -> bool:
+        return self.pos >= len(self.data)
+
+
+# --- a block's control bytes and ANSI escapes -----------------------------------------------
+
+
+def _dirty(data: bytes) -> bool:
+    """Control bytes or ANSI escapes in a block: it is cleaned before it is searched."""
+    return len(data.translate(None, _CONTROL_BYTES)) != len(data) or b"#033[" in data
+
+
+def _clean_bytes(block: bytes) -> bytes:
+    return _CONTROL_B.sub(b"", _ANSI_B.sub(b"", block))
+
+
+_ANSI_B = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|#033\[[0-9;]*m")
+_CONTROL_B = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
