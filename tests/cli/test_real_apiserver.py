@@ -46,6 +46,10 @@ from tests.support.fixturekit import (
 from tests.support.kubeapi import TOKEN
 from tests.support.realapi import READER_TOKEN, RealCluster
 
+# One real API server for the run: these tests go to one worker (scripts/test runs xdist
+# with --dist loadgroup), alongside the rest, instead of a server started on each.
+pytestmark = pytest.mark.xdist_group("real-apiserver")
+
 # Fields v1.20 drops that no verdict reads: a Service's dual-stack and traffic policy
 # fields (1.20 serves them only behind a feature gate; internalTrafficPolicy is 1.21's).
 IGNORED_DROPS = {".spec.ipFamilies", ".spec.ipFamilyPolicy", ".spec.internalTrafficPolicy"}

@@ -740,7 +740,7 @@ class RealCluster:
                 if not port.isdigit():
                     continue
                 server = _PodServer(self.net.listen(ip, int(port)), metrics)
-                threading.Thread(target=server.serve_forever, daemon=True).start()
+                threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
                 loaded.servers.append(server)
 
     def unload(self) -> None:
