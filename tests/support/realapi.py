@@ -126,6 +126,29 @@ def _run(*args: str) -> None:
 
 _CLONE_NEWNET = 0x40000000
 _LIBC = ctypes.CDLL(None, use_errno=True)
+# Which process made each pod network (and etcd data folder): a killed run's are removed
+# by the next.
+OWNERS = Path(tempfile.gettempdir()) / "vllm-triage-podnet"
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _with_parent(argv: list[str]) -> list[str]:
+    """``argv`` sent SIGTERM when the test process ends, however it ends (a killed test
+    worker leaves no API server or etcd running): util-linux's setpriv, where there is
+    one."""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "TERM", *argv] if setpriv else argv
 
 
 class PodNetwork:
@@ -146,6 +169,13 @@ class PodNetwork:
             fcntl.flock(lock, fcntl.LOCK_EX)
             taken = set(subprocess.run(["ip", "netns", "list"], capture_output=True,
                                        text=True).stdout.split())
+            for name in sorted(n for n in taken if n.startswith("vtriage-")):
+                owner = OWNERS / name
+                if owner.exists() and not _alive(int(owner.read_text() or 0)):
+                    # Left by a run that was killed: nothing uses it any more.
+                    subprocess.run(["ip", "netns", "del", name], capture_output=True)
+                    owner.unlink(missing_ok=True)
+                    taken.discard(name)
             routes = subprocess.run(["ip", "route", "show"], capture_output=True,
                                     text=True).stdout
             for n in range(1, 255):
@@ -156,6 +186,8 @@ class PodNetwork:
                 raise RuntimeError("no free 198.18.N.0/24 for a pod network")
             n, host, peer = self.index, f"vtr{self.index}h", f"vtr{self.index}n"
             _run("ip", "netns", "add", self.name)
+            OWNERS.mkdir(exist_ok=True)
+            (OWNERS / self.name).write_text(str(os.getpid()))
         try:
             _run("ip", "link", "add", host, "type", "veth", "peer", "name", peer)
             _run("ip", "link", "set", peer, "netns", self.name)
@@ -207,6 +239,7 @@ class PodNetwork:
         """The namespace, and with it the veth pair and the route."""
         if self.name:
             subprocess.run(["ip", "netns", "del", self.name], capture_output=True, timeout=30)
+            (OWNERS / self.name).unlink(missing_ok=True)
             self.name = ""
 
 
@@ -457,7 +490,11 @@ class RealCluster:
 
         # etcd keeps its data in memory where it can (it fsyncs every write).
         shm = Path("/dev/shm")
-        data = Path(tempfile.mkdtemp(prefix="etcd-", dir=shm if shm.is_dir() else d))
+        where = shm if shm.is_dir() else d
+        for stale in where.glob("vllm-triage-etcd-*"):
+            if not _alive(int(stale.name.split("-")[3] or 0)):
+                shutil.rmtree(stale, ignore_errors=True)  # a killed run's
+        data = Path(tempfile.mkdtemp(prefix=f"vllm-triage-etcd-{os.getpid()}-", dir=where))
         self.etcd_data = data
         client, peer = _free_port(), _free_port()
         self._spawn("etcd", [
@@ -529,8 +566,8 @@ class RealCluster:
 
     def _spawn(self, name: str, argv: list[str]) -> None:
         log = open(self.dir / f"{name}.log", "wb")  # noqa: SIM115 (kept open by the child)
-        self.procs.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
-                                           stdin=subprocess.DEVNULL))
+        self.procs.append(subprocess.Popen(_with_parent(argv), stdout=log,
+                                           stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL))
         log.close()
 
     def _log_tail(self, name: str) -> str:
