@@ -147,6 +147,21 @@ def need(binary: str) -> str:
     return path
 
 
+@pytest.fixture(scope="session")
+def real_apiserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A real kube-apiserver with etcd, one per test worker, started on first use
+    (tests/support/realapi.py): skipped where its parts are missing, failed in CI."""
+    from tests.support.realapi import missing_parts, real_cluster
+
+    missing = missing_parts()
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"a real API server needs {', '.join(missing)}; .ci/run provides them")
+        pytest.skip(f"a real API server needs {', '.join(missing)}")
+    with real_cluster(tmp_path_factory.mktemp("real-apiserver")) as cluster:
+        yield cluster
+
+
 @pytest.fixture
 def replayer(tmp_path: Path) -> Any:
     return lambda fixture, **kw: replay(fixture, tmp_path, **kw)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import FIXTURES, fixture_names, replay_with_prometheus, run_cli
+from tests.conftest import FIXTURES, Run, fixture_names, replay_with_prometheus, run_cli
 
 
 @pytest.mark.parametrize("name", fixture_names())
@@ -27,13 +27,25 @@ def test_scan_matches_expected(name: str, tmp_path: Path, backfilled: Any) -> No
     blocks = backfilled(history) if history else None
     # The scan runs at the fixture's collection time: Prometheus is asked about the window
     # ending then, and how long a log has been silent is measured to then.
-    env = {"SOURCE_DATE_EPOCH": str(int(datetime.fromisoformat(
-        incident["collected_at"].replace("Z", "+00:00")).timestamp()))}
+    env = collection_time(incident)
     with replay_with_prometheus(name, tmp_path, blocks) as (server, kubeconfig, _url):
         args = ["scan", "--kubeconfig", str(kubeconfig), "-o", "json"]
         args += incident.get("scan_args", [])
         run = run_cli(*args, env=env)
         requests = list(server.requests)
+    assert_triage_as_expected(run, expected)
+    assert requests and all(r.startswith("GET ") for r in requests), requests
+
+
+def collection_time(incident: dict[str, Any]) -> dict[str, str]:
+    """The environment that pins a scan's time to the fixture's collection time."""
+    return {"SOURCE_DATE_EPOCH": str(int(datetime.fromisoformat(
+        incident["collected_at"].replace("Z", "+00:00")).timestamp()))}
+
+
+def assert_triage_as_expected(run: Run, expected: dict[str, Any]) -> None:
+    """The scan's exit code, findings per pod, named checklist verdicts and rows beside
+    the checklist are the fixture's ``expected``."""
     assert run.code == expected["exit_code"], run.stderr + run.stdout[-2000:]
     report = run.json()
     assert report["schema"] == "vllm-triage/report/v1"
@@ -51,7 +63,6 @@ def test_scan_matches_expected(name: str, tmp_path: Path, backfilled: Any) -> No
     for pod in report["pods"]:
         for f in pod["findings"]:
             assert f["evidence"], f"{f['id']} on {pod['name']} has no evidence"
-    assert requests and all(r.startswith("GET ") for r in requests), requests
 
 
 @pytest.mark.parametrize("name", fixture_names())

@@ -324,6 +324,39 @@ def _age(ts: str | None) -> str:
     return f"{max(secs, 0)}s"
 
 
+# The count columns of the workload kinds' Tables, between Name and Age.
+_WORKLOAD_COLUMNS = {
+    "deployments": (("Ready", "string"), ("Up-to-date", "string"), ("Available", "string")),
+    "replicasets": (("Desired", "integer"), ("Current", "integer"), ("Ready", "integer")),
+    "statefulsets": (("Ready", "string"),),
+}
+
+
+def _workload_cells(plural: str, obj: dict[str, Any]) -> list[Any]:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    desired = int(spec.get("replicas", 1) or 0)
+    ready = int(status.get("readyReplicas") or 0)
+    if plural == "deployments":
+        return [f"{ready}/{desired}", int(status.get("updatedReplicas") or 0),
+                int(status.get("availableReplicas") or 0)]
+    if plural == "replicasets":
+        return [desired, int(status.get("replicas") or 0), ready]
+    return [f"{ready}/{desired}"]
+
+
+def _format_selector(selector: dict[str, Any]) -> str:
+    """A LabelSelector as the API server prints it (metav1.FormatLabelSelector): its
+    requirements sorted by key, values sorted."""
+    terms: list[tuple[str, str]] = [(str(k), f"{k}={v}") for k, v in
+                                    (selector.get("matchLabels") or {}).items()]
+    for expr in selector.get("matchExpressions") or []:
+        key, op = str(expr.get("key")), expr.get("operator")
+        values = ",".join(sorted(str(v) for v in expr.get("values") or []))
+        terms.append((key, {"In": f"{key} in ({values})", "NotIn": f"{key} notin ({values})",
+                            "Exists": key, "DoesNotExist": f"!{key}"}.get(str(op), key)))
+    return ",".join(t for _k, t in sorted(terms)) or "<none>"
+
+
 def _table(plural: str, items: list[dict[str, Any]], list_meta: dict[str, Any]) -> dict[str, Any]:
     """The meta.k8s.io Table kubectl asks for, for the kinds a person lists."""
     cols = [{"name": "Name", "type": "string", "format": "name", "description": "Name"}]
@@ -341,6 +374,14 @@ def _table(plural: str, items: list[dict[str, Any]], list_meta: dict[str, Any]) 
     elif plural == "events":
         cols = [{"name": n, "type": "string", "format": "", "description": n} for n in
                 ("Last Seen", "Type", "Reason", "Object", "Message")]
+    elif plural in _WORKLOAD_COLUMNS:
+        # The API server's printers (pkg/printers/internalversion): the counts, then the
+        # template's containers, images and selector with -o wide.
+        cols += [{"name": n, "type": t, "format": "", "description": n} for n, t in
+                 (*_WORKLOAD_COLUMNS[plural], ("Age", "string"))]
+        cols += [{"name": n, "type": "string", "format": "", "description": n, "priority": 1}
+                 for n in ("Containers", "Images", "Selector")[:2 if plural == "statefulsets"
+                                                                else 3]]
     else:
         cols += [{"name": "Age", "type": "string", "format": "", "description": "Age"}]
     for obj in items:
@@ -382,6 +423,15 @@ def _table(plural: str, items: list[dict[str, Any]], list_meta: dict[str, Any]) 
             inv = obj.get("involvedObject") or {}
             cells = [_age(obj.get("lastTimestamp")), obj.get("type"), obj.get("reason"),
                      f"{str(inv.get('kind', '')).lower()}/{inv.get('name')}", obj.get("message")]
+        elif plural in _WORKLOAD_COLUMNS:
+            cells = [md.get("name"), *_workload_cells(plural, obj),
+                     _age(md.get("creationTimestamp"))]
+            containers = ((((obj.get("spec") or {}).get("template") or {}).get("spec") or {})
+                          .get("containers") or [])
+            cells += [",".join(str(c.get("name")) for c in containers),
+                      ",".join(str(c.get("image")) for c in containers)]
+            if plural != "statefulsets":
+                cells.append(_format_selector((obj.get("spec") or {}).get("selector") or {}))
         else:
             cells = [md.get("name"), _age(md.get("creationTimestamp"))]
         rows.append({"cells": cells, "object": {"kind": "PartialObjectMetadata",
@@ -749,6 +799,14 @@ class Handler(BaseHTTPRequestHandler):
             self._send(400, _status(400, "BadRequest", f"container {container} is not valid for "
                                     f"pod {name}"))
             return
+        node = str((pod.get("spec") or {}).get("nodeName") or "")
+        if node and self._node_missing(node):
+            # The API server looks up the Node to reach its kubelet, and says so in the
+            # words of its own lookup (the Node's name, as a "pods" NotFound).
+            missing = _status(404, "NotFound", f'pods "{node}" not found')
+            missing["details"] = {"name": node, "kind": "pods"}
+            self._send(404, missing)
+            return
         previous = query.get("previous") == "true"
         pod_status = pod.get("status") or {}
         status = next((c for key in ("containerStatuses", "initContainerStatuses")
@@ -817,6 +875,10 @@ class Handler(BaseHTTPRequestHandler):
                 self.wfile.write(chunk[:length])
                 length -= len(chunk)
 
+    def _node_missing(self, node: str) -> bool:
+        return not any((n.get("metadata") or {}).get("name") == node
+                       for n in self.server.fixture.objects.get("nodes", []))
+
     def _pod_proxy(self, ns: str, pod: dict[str, Any], target: str, path: str) -> None:
         name = pod["metadata"]["name"]
         port = target.split(":", 1)[1] if ":" in target else ""
@@ -828,8 +890,12 @@ class Handler(BaseHTTPRequestHandler):
                         for p in c.get("ports") or []]
             port = declared[0] if declared else "80"
         if not running or not metrics.exists() or port not in _listening_ports(pod):
-            self._send(503, _status(503, "ServiceUnavailable", f"error trying to reach service: "
-                                    f"dial tcp {ip}:{port}: connect: connection refused"))
+            # The API server's proxy answers a refused dial with 500 and a Status that
+            # has no reason (apimachinery's proxy ErrorResponder).
+            self._send(500, {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                             "status": "Failure", "code": 500,
+                             "message": f"error trying to reach service: dial tcp {ip}:{port}: "
+                                        "connect: connection refused"})
             return
         if path != "metrics":  # vLLM's FastAPI answers unknown paths itself
             self._send(404, {"detail": "Not Found"})

@@ -39,10 +39,12 @@ def backfill(scenario: str, data: Path) -> None:
 
 
 @contextmanager
-def prometheus(data: Path, port: int | None = None, config_text: str | None = None
-               ) -> Iterator[str]:
+def prometheus(data: Path, port: int | None = None, config_text: str | None = None,
+               netns: str | None = None, host: str = "127.0.0.1") -> Iterator[str]:
     """Serve ``data`` with a real Prometheus; yields its base URL; stops it after.
-    ``config_text``: its prometheus.yml (default: scrapes nothing)."""
+    ``config_text``: its prometheus.yml (default: scrapes nothing); ``netns``: run it in
+    that network namespace, listening on ``host`` (a real API server proxies to no
+    loopback address: tests/support/realapi.py)."""
     binary = need("prometheus")
     port = port or free_port()
     config = data.parent / "prometheus.yml"
@@ -50,11 +52,12 @@ def prometheus(data: Path, port: int | None = None, config_text: str | None = No
     log = data.parent / "prometheus.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [binary, f"--config.file={config}", f"--storage.tsdb.path={data}",
-             f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=100y",
+            [*(["ip", "netns", "exec", netns] if netns else []),
+             binary, f"--config.file={config}", f"--storage.tsdb.path={data}",
+             f"--web.listen-address={host}:{port}", "--storage.tsdb.retention.time=100y",
              "--log.level=warn"],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
+    url = f"http://{host}:{port}"
     try:
         deadline = time.monotonic() + 60
         while True:

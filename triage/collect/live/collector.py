@@ -28,7 +28,7 @@ from triage.collect.live.kubeconfig import (
 from triage.collect.live.reader import MAX_JSON_BYTES, Reader
 from triage.collect.logtail import keep_end
 from triage.collect.shape import Shaped, normalize, normalize_items
-from triage.kube import workload
+from triage.kube import autoscaling, workload
 from triage.logs import LogSource, decode
 from triage.safety.redact import redact_object
 from triage.snapshot import Obj, ReadFailure, Snapshot, meta
@@ -111,6 +111,18 @@ def _now() -> str:
     if pinned.isdigit():
         now = datetime.fromtimestamp(int(pinned), timezone.utc)
     return now.replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def _log_failure(snap: Snapshot, ns: str, pod: str, exc: ReadError) -> str:
+    """Why a log could not be read, in words. A pod whose Node object is gone has its log
+    read refused with the API server's lookup of that Node, ``pods "NODE" not found``
+    (404): it names the node, not the pod."""
+    node = next((str(workload.pod_spec(p).get("nodeName") or "") for p in snap.pods()
+                 if meta(p).get("namespace") == ns and meta(p).get("name") == pod), "")
+    if exc.status == 404 and node and f'"{node}" not found' in exc.reason:
+        return (f"its node {node} is not in the cluster any more, and the API server reads "
+                f"logs from the node's kubelet ({exc.reason})")
+    return exc.reason
 
 
 def _choose_pods(items: list[Any], selector: str | None, notes: list[str], room: int
@@ -421,15 +433,47 @@ class LiveCollector:
                     if wanted(o)]
 
         def run() -> None:
+            at = path
             try:
-                snap.objects[kind] = self.reader.list_items(path, keep=keep)
+                try:
+                    snap.objects[kind] = self.reader.list_items(at, keep=keep)
+                except ReadError as exc:
+                    if exc.status != 404 or kind != "horizontalpodautoscalers":
+                        raise
+                    # Before Kubernetes 1.23 there is no autoscaling/v2: read the version
+                    # discovery prefers, as kubectl does.
+                    version = self._autoscaling_version()
+                    if version is None:
+                        raise
+                    at = at.replace("/apis/autoscaling/v2/", f"/apis/autoscaling/{version}/", 1)
+                    items = self.reader.list_items(at, keep=lambda page: keep(
+                        [autoscaling.from_v1(o) if version == "v1" and isinstance(o, dict)
+                         else o for o in page]))
+                    snap.objects[kind] = items
             except ReadError as exc:
                 if exc.status == 404 and kind in _OPTIONAL_KINDS:
                     snap.absent_kinds.add(kind)
                     return
-                snap.failures.append(ReadFailure(f"{kind} ({path})", exc.reason, kind,
+                snap.failures.append(ReadFailure(f"{kind} ({at})", exc.reason, kind,
                                                  (ns,) if ns is not None else ()))
         return run
+
+    def _autoscaling_version(self) -> str | None:
+        """The autoscaling version to read HorizontalPodAutoscalers through on a server
+        that does not serve v2: the group's preferred version from discovery when it is
+        one whose objects this tool reads (v1, converted; v2beta2, v2's shape); None
+        when discovery cannot say or offers neither."""
+        try:
+            group = self.reader.get_json("/apis/autoscaling")
+        except ReadError:
+            return None
+        preferred = group.get("preferredVersion")
+        version = preferred.get("version") if isinstance(preferred, dict) else None
+        served = {v.get("version") for v in group.get("versions") or []
+                  if isinstance(v, dict)}
+        if version in ("v1", "v2beta2") and version in served:
+            return str(version)
+        return "v1" if "v1" in served else None
 
     def _event_listers(self, snap: Snapshot, pods: list[Obj]) -> list[Callable[[], None]]:
         """-A: the events of each namespace with a triaged pod, not of the whole cluster
@@ -546,8 +590,8 @@ class LiveCollector:
             try:
                 text, note = self._read_log_end(ns, pod, container, stream)
             except ReadError as exc:
-                snap.failures.append(ReadFailure(what, exc.reason, "logs",
-                                                 (ns, pod, container, stream)))
+                snap.failures.append(ReadFailure(what, _log_failure(snap, ns, pod, exc),
+                                                 "logs", (ns, pod, container, stream)))
                 return
             snap.logs[(ns, pod, container, stream)] = LogSource(data=text)
             if note:
@@ -644,8 +688,14 @@ class LiveCollector:
                 body = self.reader.get(path, accept="text/plain;version=0.0.4,*/*",
                                        cap=self.opts.max_metrics_bytes)
             except ReadError as exc:
+                reason = exc.reason
+                if exc.status is not None and exc.status >= 500 and \
+                        "error trying to reach service" in reason:
+                    # The API server's proxy could not connect to the pod (500 from a
+                    # refused dial): the pod's server, not the API server, is down.
+                    reason = f"nothing answers on port {port} of the pod ({reason})"
                 snap.failures.append(ReadFailure(f"metrics of {ns}/{name} (port {port})",
-                                                 exc.reason, "metrics", (ns, name)))
+                                                 reason, "metrics", (ns, name)))
                 return
             snap.metrics[(ns, name)] = decode(body)
         return [run]
