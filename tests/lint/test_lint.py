@@ -6,6 +6,7 @@ their expected findings; an empty run's SARIF validates."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
@@ -245,3 +246,132 @@ def test_a_static_snapshot_makes_what_a_running_pod_gives_unknown() -> None:
                         ("served_model", "Qwen/Qwen3-8B"), ("observed_startup_seconds", None),
                         ("model_weights_gib", 14.9)):
         assert ctx.fact(name).value == value, ctx.fact(name)
+
+
+# --- hostile inputs: every readable file, nothing read is an error ---------------------
+
+
+def test_every_readable_file_of_a_directory_is_linted_and_each_unreadable_one_named(
+        tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(SEED_START.read_text())
+    (tmp_path / "b.yaml").write_text("apiVersion: v1\nkind: Pod\nspec: [unclosed\n")
+    (tmp_path / "c.yaml").write_text(SEED_START.read_text().replace("vllm-qwen", "vllm-c"))
+    (tmp_path / "d.yaml").symlink_to(tmp_path / "gone.yaml")
+    report = lint_manifests(collect([Input(str(tmp_path))]))
+    assert {f.file for f in report.findings} == {str(tmp_path / "a.yaml"),
+                                                 str(tmp_path / "c.yaml")}
+    assert [p.split(":")[0] for p in report.problems] == [str(tmp_path / "b.yaml"),
+                                                         str(tmp_path / "d.yaml")]
+    assert "not valid YAML" in report.problems[0]
+    assert "a link to nothing" in report.problems[1]
+
+
+def test_an_unreadable_files_name_is_not_masked_as_a_credential(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    secret = tmp_path / "db-secret.yaml"
+    secret.write_text(SEED_START.read_text())
+    opened = os.open
+
+    def refuse(path: Any, *args: Any, **kwargs: Any) -> int:
+        if str(path) == str(secret):
+            raise PermissionError(13, "Permission denied")
+        return opened(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refuse)
+    report = lint_manifests(collect([Input(str(tmp_path))]))
+    assert report.problems == (f"{secret}: cannot open: Permission denied",)
+    # What went wrong is still masked where it quotes a credential.
+    leaked = lint_manifests(collect([Input("-")], stdin=io.BytesIO(
+        b"apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {a: hf_" + b"x" * 30
+        + b", a: 1}\n")))
+    assert leaked.problems and "hf_xxxx" not in leaked.problems[0]
+
+
+@pytest.mark.parametrize("text", [b"", b"\n\n", b"# helm template failed\n---\n"])
+def test_nothing_on_standard_input_is_an_error(text: bytes) -> None:
+    report = lint_manifests(collect([Input("-")], stdin=io.BytesIO(text)))
+    (problem,) = report.problems
+    assert problem.startswith("<stdin>: no Kubernetes object on standard input")
+
+
+def test_a_remote_kustomize_reference_is_refused_before_kubectl_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+
+    def no_kubectl(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"kubectl was run: {args}")
+
+    monkeypatch.setattr(subprocess, "run", no_kubectl)
+    base, overlay = tmp_path / "base", tmp_path / "overlay"
+    base.mkdir()
+    overlay.mkdir()
+    (base / "deployment.yaml").write_text(SEED_START.read_text())
+    (overlay / "kustomization.yaml").write_text("resources: [../base]\n")
+    for remote in ("https://raw.githubusercontent.com/org/repo/main/vllm.yaml",
+                   "github.com/kubernetes-sigs/kustomize//examples/multibases?ref=v1.0.6",
+                   "git::https://gitlab.com/org/repo.git//deploy?ref=main",
+                   "git@github.com:org/repo.git//deploy"):
+        (base / "kustomization.yaml").write_text(
+            f"resources:\n- deployment.yaml\n- {remote}\n")
+        report = lint_manifests(collect([Input(str(overlay), kustomize=True)]))
+        (problem,) = report.problems
+        assert problem.startswith(f"{base / 'kustomization.yaml'}: resources[1] is a remote "
+                                  f"reference ({remote})"), problem
+        assert "kubectl kustomize was not run" in problem
+
+
+def test_a_template_placeholder_is_unknown_and_the_chart_is_told_to_render_first() -> None:
+    chart = SEED_FIXED.read_text().replace(
+        "nvidia.com/gpu: 1", 'nvidia.com/gpu: "{{ .Values.gpus }}"').replace(
+        "value: /models", "value: {{ .Values.cacheDir }}").replace(
+        "image: vllm/vllm-openai:v0.10.1.1", 'image: "{{ .Values.image }}"')
+    assert chart.count("{{") == 3
+    report = lint_manifests(collect([Input("-")], stdin=io.BytesIO(chart.encode())))
+    # Neither no-gpu (the GPU count is a placeholder), model-cache-missing (HF_HOME is one)
+    # nor image-tag-latest (so is the image) is decided.
+    assert report.findings == ()
+    undecided = {p.id: p.reason for p in report.patterns if not p.applied}
+    for pid, field in (("no-gpu", 'limits["nvidia.com/gpu"]'), ("image-tag-latest", "image")):
+        assert f"{field} is the template placeholder" in undecided[pid], undecided[pid]
+        assert "render the chart first" in undecided[pid]
+    assert any("Deployment/vllm-qwen is a template's source, not a manifest" in w
+               and "helm template" in w for w in report.warnings), report.warnings
+    # The unquoted placeholder is a mapping used as a key: kubectl would refuse the file.
+    assert any("an unquoted template action {{ .Values.cacheDir }}" in w
+               and "kubectl and the API server refuse the file" in w
+               for w in report.warnings), report.warnings
+
+
+def test_a_mapping_used_as_a_key_is_linted_with_a_warning_that_the_cluster_refuses_it() -> None:
+    text = ("apiVersion: v1\nkind: Secret\nmetadata: {name: hf}\nstringData:\n"
+            "  ? {token: abc}\n  : value\n---\n" + SEED_FIXED.read_text())
+    report = lint_manifests(collect([Input("-")], stdin=io.BytesIO(text.encode())))
+    assert not report.problems and report.workloads == 1
+    (warning,) = [w for w in report.warnings if "used as a key" in w]
+    assert warning.startswith("<stdin>:5:5: a mapping used as a key (in stringData): kubectl "
+                              "and the API server refuse the file")
+    assert "abc" not in warning
+
+
+def test_reporting_a_finding_looks_at_its_own_document_not_every_object() -> None:
+    """Each finding finds the object it is in among its document's objects only, and its
+    workload by the pod it was made from: 4x the manifests is 4x the work, not 16x."""
+    from triage.lint.sourcemap import ManifestObject
+
+    class Counted(list[ManifestObject]):
+        walks = 0
+
+        def __iter__(self) -> Any:
+            Counted.walks += 1
+            return super().__iter__()
+
+    text = "---\n".join(SEED_START.read_text().replace("vllm-qwen", f"vllm-{i}")
+                        for i in range(40))
+    manifests = collect([Input("-")], stdin=io.BytesIO(text.encode()))
+    manifests.objects = Counted(manifests.objects)
+    manifests.workloads = Counted(manifests.workloads)  # type: ignore[arg-type]
+    report = lint_manifests(manifests)
+    assert len(report.findings) == 160
+    assert Counted.walks <= 6, Counted.walks
