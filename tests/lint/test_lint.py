@@ -375,3 +375,39 @@ def test_reporting_a_finding_looks_at_its_own_document_not_every_object() -> Non
     report = lint_manifests(manifests)
     assert len(report.findings) == 160
     assert Counted.walks <= 6, Counted.walks
+
+
+# --- the container's environment, from ConfigMaps in the same manifests -----------------
+
+CACHE_CONFIG_MAP = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: llm-env}
+data:
+  HF_HOME: /models
+---
+"""
+
+
+@pytest.mark.parametrize("how", [
+    # The production-stack chart's servingEngineSpec.configs: envFrom a ConfigMap.
+    "        envFrom:\n        - configMapRef: {name: llm-env}\n        env:\n",
+    "        env:\n        - name: HF_HOME\n          valueFrom:\n"
+    "            configMapKeyRef: {name: llm-env, key: HF_HOME}\n",
+])
+def test_hf_home_set_through_a_config_map_is_the_containers_environment(how: str) -> None:
+    fixed = SEED_FIXED.read_text().split("---\n")
+    deployment = fixed[0].replace(
+        "        env:\n        - name: HF_HOME\n          value: /models\n", how)
+    assert "name: HF_TOKEN" in deployment.split("env:\n")[-1]
+    assert "value: /models" not in deployment
+    text = CACHE_CONFIG_MAP + "---\n".join([deployment, *fixed[1:]])
+    report = lint_manifests(collect([Input("-")], stdin=io.BytesIO(text.encode())))
+    assert report.findings == (), [(f.id, f.message) for f in report.findings]
+    # Without the ConfigMap, where the cache is is not known: not decided, never a finding
+    # (nor a pass).
+    alone = lint_manifests(collect([Input("-")], stdin=io.BytesIO(
+        "---\n".join([deployment, *fixed[1:]]).encode())))
+    assert "model-cache-missing" not in {f.id for f in alone.findings}
+    undecided = {p.id: p.reason for p in alone.patterns if not p.applied}
+    assert "ConfigMap llm-env is not in what was read" in undecided["model-cache-missing"]

@@ -246,9 +246,8 @@ def service_link_vllm_port(ctx: ContainerContext) -> Measured:
                                   "variables for it")
         # A manifest's Service gets its address when it is created.
         ip = "CLUSTER-IP"
-    explicit = any(isinstance(e, dict) and e.get("name") == "VLLM_PORT"
-                   for e in ctx.container.get("env") or [])
-    if explicit:
+    explicit = ctx.env.get("VLLM_PORT")
+    if explicit is not None:
         return Measured(None, f"container {ctx.name} sets VLLM_PORT itself, which wins over "
                               "the Service variable")
     proto = str(ports[0].get("protocol", "TCP")).lower()
