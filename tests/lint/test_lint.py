@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import regex
 import yaml
 
 from tests.conftest import FIXTURES, ROOT, fixture_names
@@ -411,3 +412,59 @@ def test_hf_home_set_through_a_config_map_is_the_containers_environment(how: str
     assert "model-cache-missing" not in {f.id for f in alone.findings}
     undecided = {p.id: p.reason for p in alone.patterns if not p.applied}
     assert "ConfigMap llm-env is not in what was read" in undecided["model-cache-missing"]
+
+
+# --- messages say each thing once and exactly ---------------------------------------------
+
+TP_IN_COMMAND = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: m}
+spec:
+  strategy: {type: Recreate}
+  template:
+    spec:
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.10.1.1
+        command: [sh, -c, "vllm serve MODEL --tensor-parallel-size 2"]
+        livenessProbe: {httpGet: {path: /health, port: 8000}, initialDelaySeconds: 30,
+                        periodSeconds: 10, timeoutSeconds: 5}
+        resources: {limits: {nvidia.com/gpu: 2, memory: 64Gi}}
+"""
+
+
+def _lint_text(text: str) -> dict[str, Any]:
+    report = lint_manifests(collect([Input("-")], stdin=io.BytesIO(text.encode())))
+    return {f.id: f for f in report.findings}
+
+
+@pytest.mark.parametrize("model", ["mistralai/Mistral-7B-Instruct-v0.3",
+                                   "meta-llama/Llama-3.3-70B-Instruct", "/models/in-house"])
+def test_messages_say_each_thing_once_and_exactly(model: str) -> None:
+    found = _lint_text(TP_IN_COMMAND.replace("MODEL", model))
+    for f in found.values():
+        parts = f.message.split(": ", 1)[1].split("; ")
+        assert len(parts) == len(set(parts)), (f.id, f.message)
+    shm = found["shm-too-small"].message
+    assert "--tensor-parallel-size=2 (set in command)" in shm
+    assert shm.count("/dev/shm in container vllm") == 1 and shm.count("64 MiB") == 1, shm
+    probe = found["probe-timing"]
+    assert probe.message.split(": ", 1)[1].count("no startupProbe") == 1, probe.message
+    # The figure the probe is compared with is the one the fix names.
+    estimate = regex.search(r"= ([\d.]+) seconds", probe.message)
+    if estimate is not None:
+        assert f"an estimate of {float(estimate.group(1)):.0f} s to start" in probe.fix
+    else:
+        assert "about 120 s to download, load and warm up" in probe.fix, probe.fix
+    assert not [f.id for f in found.values() if "is a container (spec" in f.message]
+    if "70B" in model:  # a 128K family: its context is unset
+        unset = found["max-model-len-unset"].message
+        assert unset.count("--max-model-len unset") == 1, unset
+
+
+def test_no_gpu_opens_with_what_is_missing() -> None:
+    report = lint_manifests(collect([Input(str(SEED_START))]))
+    (gpu,) = [f for f in report.findings if f.id == "no-gpu"]
+    assert gpu.message.split(": ", 1)[1].startswith("container vllm requests no GPU"), \
+        gpu.message

@@ -52,8 +52,8 @@ def shm_memory_backed(ctx: ContainerContext) -> Measured:
     vol = workload.shm_volume(ctx.pod, ctx.container)
     at = shm_location(ctx)
     if vol is None:
-        return Measured(False, f"no volume is mounted at /dev/shm in container {ctx.name}: "
-                               "the container runtime's default is 64 MiB", at)
+        return Measured(False, f"no volume is mounted at /dev/shm in container {ctx.name}",
+                        at)
     medium = (vol.get("emptyDir") or {}).get("medium")
     if medium == "Memory":
         limit = (vol.get("emptyDir") or {}).get("sizeLimit", "no sizeLimit")

@@ -125,9 +125,9 @@ def max_model_len(ctx: ContainerContext) -> Measured:
                         f"container {ctx.name}: {ctx.engine.describe('max-model-len')}",
                         flag_at(ctx, "max-model-len"))
     if ctx.snapshot.static is not None:
-        return Measured(None, f"container {ctx.name}: --max-model-len unset; vLLM takes the "
-                              "model's context from its config.json when it starts, and "
-                              f"nothing has started ({ctx.snapshot.static})",
+        # That the flag is unset is max_model_len_set's to say: said once in a finding.
+        return Measured(None, "the context vLLM takes from the model's config.json is known "
+                              f"only once it starts ({ctx.snapshot.static})",
                         flag_at(ctx, "max-model-len"))
     found = _last_log_match(ctx, _MAX_MODEL_LEN_LOG)
     if found is None:
