@@ -196,6 +196,8 @@ UNSEEN_EXPECTED: dict[str, set[tuple[str, int]]] = {
                                  ("scale-to-zero", 31)},
     "09-isvc-containers.yaml": {("autoscaling-on-cpu", 9)},
     "09b-isvc-scalemetric.yaml": {("autoscaling-on-cpu", 15)},
+    # A Neuron build named vLLM only in its tag, 16 Neuron devices a pod: linted, no no-gpu.
+    "10-lws-neuron.yaml": {("image-tag-latest", 29), ("image-tag-latest", 66)},
 }
 
 
@@ -468,3 +470,23 @@ def test_no_gpu_opens_with_what_is_missing() -> None:
     (gpu,) = [f for f in report.findings if f.id == "no-gpu"]
     assert gpu.message.split(": ", 1)[1].startswith("container vllm requests no GPU"), \
         gpu.message
+
+
+def test_a_skipped_workload_is_told_why_in_its_own_terms(tmp_path: Path) -> None:
+    text = (UNSEEN / "10-lws-neuron.yaml").read_text()
+    path = tmp_path / "lws.yaml"
+    path.write_text(text.replace(
+        "public.ecr.aws/data-on-eks/llama3.1_405b_neuron2.19-patch_vllm0.5.0-patch:latest",
+        "registry.example.com/serve:1.0"))
+    report = lint_manifests(collect([Input(str(path))]))
+    reasons = [s.reason for s in report.skipped]
+    assert reasons == [
+        f"no vLLM container in its {role} template: container vllm-{role}: neither image "
+        "registry.example.com/serve:1.0 nor its command and args name vLLM or vLLM's "
+        "engine flags" for role in ("leader", "worker")], reasons
+    path.write_text(text.replace(
+        "public.ecr.aws/data-on-eks/llama3.1_405b_neuron2.19-patch_vllm0.5.0-patch:latest",
+        "lmcache/lmstack-router:vllm-0.10"))
+    reasons = [s.reason for s in lint_manifests(collect([Input(str(path))])).skipped]
+    assert len(reasons) == 2 and all("names vLLM but is what sits in front of" in r
+                                     for r in reasons), reasons

@@ -16,6 +16,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from triage.kube.workload import containers as workload_containers
 from triage.lint.sourcemap import (
     RUNTIME_KINDS,
     ManifestObject,
@@ -31,6 +32,7 @@ from triage.rules.evaluate import PodDiagnosis, Truth
 from triage.rules.language import Pattern
 from triage.safety.redact import redact_text
 from triage.safety.sanitize import sanitize
+from triage.vllm import selection
 
 SCHEMA = "vllm-triage/lint/v1"
 FAIL_ON = ("critical", "warning", "info", "never")
@@ -169,8 +171,11 @@ def build(manifests: Manifests, diagnoses: list[PodDiagnosis], patterns: tuple[P
             continue
         if not diag.contexts:
             src = workload.source
-            skipped.append(Skipped(src.file, src.line, src.label,
-                                   "no vLLM container (image, command or args name no vLLM)"))
+            reasons = [selection.why_not_vllm(c) for c in workload_containers(workload.pod)]
+            template = f" in its {workload.note}" if workload.note else ""
+            skipped.append(Skipped(src.file, src.line, src.label, f"no vLLM container{template}: "
+                                   + ("; ".join(reasons) if reasons
+                                      else "the pod has no containers")))
             continue
         linted += 1
         label = _workload_label(workload)

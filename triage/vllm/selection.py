@@ -4,7 +4,8 @@ Every collector (live cluster, bundle, fixture directory) and the classifier
 ask this module, so a pod is either in the report everywhere or nowhere.
 
 A container is a vLLM server when its image, command or args name vLLM
-(``vllm/vllm-openai``, ``vllm serve``, ``vllm.entrypoints.openai.api_server``,
+(``vllm/vllm-openai``, ``rocm/vllm``, a Neuron build ``...-vllm0.5.0-neuron``,
+``vllm serve``, ``vllm.entrypoints.openai.api_server``,
 KServe's Hugging Face runtime unless told to use another backend), or when
 its args carry vLLM's own engine flags (a company build or a fork of
 ``vllm/vllm-openai`` whose entrypoint is ``vllm serve`` and whose args are
@@ -40,9 +41,8 @@ from triage.kube.workload import (
 )
 from triage.snapshot import Obj, meta
 from triage.speed import lazyregex
-from triage.vllm import wordings
+from triage.vllm import images, wordings
 
-_VLLM_IMAGE = lazyregex.compile(r"(?i)(^|/)vllm[-_/]|vllm-openai|(^|/)vllm(:|@|$)")
 _VLLM_COMMAND = lazyregex.compile(
     r"(?i)(^|[\s/])vllm\s+serve\b|vllm\.entrypoints\.openai\.api_server|"
     r"vllm\.entrypoints\.api_server|(^|\s)vllm$|huggingfaceserver.*--backend[= ]vllm"
@@ -152,15 +152,36 @@ def view(pod: object) -> object:
 
 def is_vllm_container(container: Obj) -> bool:
     image = str(container.get("image") or "")
-    if _VLLM_IMAGE.search(image) and not _NOT_A_SERVER.search(image.rsplit("/", 1)[-1]):
-        return True
     line = command_line(container)
     joined = " ".join(line)
     if _KSERVE_HF_IMAGE.search(image):
         return not _KSERVE_NOT_VLLM.search(joined)
+    # vLLM anywhere in the image's name or tag: vllm/vllm-openai, rocm/vllm, vllm/vllm-tpu,
+    # a Neuron build named ...-vllm0.5.0-neuron (triage.vllm.images).
+    if images.carries_vllm(image) and not _NOT_A_SERVER.search(image.rsplit("/", 1)[-1]):
+        return True
     if _VLLM_COMMAND.search(joined):
         return True
     return bool(vllm_flags(line)) and not _NOT_A_SERVER.search(image.rsplit("/", 1)[-1])
+
+
+def why_not_vllm(container: Obj) -> str:
+    """Why ``is_vllm_container`` says no, in the container's own terms: its image names
+    vLLM but serves no model (a router, a gateway), KServe's Hugging Face server told to
+    use another backend, or neither its image nor its command and args name vLLM."""
+    image = str(container.get("image") or "")
+    name = str(container.get("name") or "?")
+    joined = " ".join(command_line(container))
+    if _KSERVE_HF_IMAGE.search(image) and _KSERVE_NOT_VLLM.search(joined):
+        return f"container {name} runs KServe's Hugging Face server with a backend other " \
+               "than vLLM (--backend)"
+    last = image.rsplit("/", 1)[-1]
+    if (images.carries_vllm(image) or vllm_flags(command_line(container))) \
+            and _NOT_A_SERVER.search(last):
+        return f"container {name} image {image} names vLLM but is what sits in front of " \
+               "or beside a server (a router, gateway, proxy or exporter), not a server"
+    return f"container {name}: neither image {image or '(none)'} nor its command and " \
+           "args name vLLM or vLLM's engine flags"
 
 
 def vllm_flags(line: Iterable[str]) -> list[str]:
