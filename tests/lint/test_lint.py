@@ -167,6 +167,22 @@ def test_sarif_document_of_an_empty_run_validates() -> None:
     _valid(sarif.document(report))
 
 
+def test_sarif_of_accelerators_cpu_serving_and_kserves_own_runtime_validates() -> None:
+    # The Neuron LWS, the lone InferenceServices (a note says which runtime was assumed),
+    # the seed's CUDA image without a GPU (no-gpu offers the CPU build).
+    report = lint_manifests(collect([Input(str(p)) for p in (
+        UNSEEN / "10-lws-neuron.yaml", UNSEEN / "11-isvc-builtin-hf.yaml",
+        UNSEEN / "12-isvc-hf-cpu.yaml", SEED_START)]))
+    log = sarif.document(report)
+    _valid(log)
+    run = log["runs"][0]
+    assert {r["ruleId"] for r in run["results"]} >= {"no-gpu", "image-tag-latest",
+                                                      "model-cache-missing"}
+    notes = run["invocations"][0]["toolExecutionNotifications"]
+    assert sum("built-in ClusterServingRuntime kserve-huggingfaceserver" in n["message"]["text"]
+               for n in notes) == 2, notes
+
+
 UNSEEN = DATA / "unseen"
 
 
@@ -198,6 +214,10 @@ UNSEEN_EXPECTED: dict[str, set[tuple[str, int]]] = {
     "09b-isvc-scalemetric.yaml": {("autoscaling-on-cpu", 15)},
     # A Neuron build named vLLM only in its tag, 16 Neuron devices a pod: linted, no no-gpu.
     "10-lws-neuron.yaml": {("image-tag-latest", 29), ("image-tag-latest", 66)},
+    # An InferenceService alone: KServe's own Hugging Face runtime (its /dev/shm, its image).
+    "11-isvc-builtin-hf.yaml": {("model-cache-missing", 10)},
+    # ... on CPU (VLLM_CPU_KVCACHE_SPACE, no GPU: the CPU build): no no-gpu.
+    "12-isvc-hf-cpu.yaml": {("model-cache-missing", 10)},
 }
 
 
@@ -490,3 +510,42 @@ def test_a_skipped_workload_is_told_why_in_its_own_terms(tmp_path: Path) -> None
     reasons = [s.reason for s in lint_manifests(collect([Input(str(path))])).skipped]
     assert len(reasons) == 2 and all("names vLLM but is what sits in front of" in r
                                      for r in reasons), reasons
+
+
+def _lone_isvc(tmp_path: Path, model: str) -> Any:
+    path = tmp_path / "isvc.yaml"
+    path.write_text("apiVersion: serving.kserve.io/v1beta1\nkind: InferenceService\n"
+                    "metadata: {name: m, namespace: llm}\nspec:\n  predictor:\n"
+                    f"    model: {model}\n")
+    return lint_manifests(collect([Input(str(path))]))
+
+
+def test_a_lone_inference_service_runs_in_kserves_own_runtime_as_its_release_installs_it(
+        tmp_path: Path) -> None:
+    gpu = _lone_isvc(tmp_path, "{modelFormat: {name: huggingface}, args: "
+                     "[--model_id=Qwen/Qwen3-8B], resources: {limits: {nvidia.com/gpu: 1}}}")
+    assert not gpu.skipped
+    (note,) = [w for w in gpu.warnings if "built-in" in w]
+    assert "as KServe v0.20.0 installs it" in note and \
+        "image kserve/huggingfaceserver:v0.20.0-gpu, vLLM 0.24.0" in note, note
+    # Without a GPU KServe runs the CPU build; a runtimeVersion is the tag as written.
+    cpu = _lone_isvc(tmp_path, "{modelFormat: {name: huggingface}, runtimeVersion: v0.15.2, "
+                     "args: [--model_id=Qwen/Qwen3-8B]}")
+    assert any("image kserve/huggingfaceserver:v0.15.2, vLLM 0.8.5" in w for w in cpu.warnings)
+    assert "no-gpu" not in {f.id for f in cpu.findings}
+
+
+def test_a_lone_inference_service_kserve_runs_without_vllm_is_skipped_and_told_why(
+        tmp_path: Path) -> None:
+    # KServe's storage sample (docs/samples/storage/hf/hf_isvc.yaml): the Hugging Face
+    # backend, not vLLM.
+    hf = _lone_isvc(tmp_path, "{modelFormat: {name: huggingface}, args: [--model_name=llama2, "
+                    "--backend=huggingface], storageUri: 'hf://meta-llama/Llama-2-7b-chat-hf'}")
+    assert [s.reason for s in hf.skipped] == [
+        "no vLLM container in KServe's built-in ClusterServingRuntime kserve-huggingfaceserver: "
+        "container kserve-container runs KServe's Hugging Face server with a backend other "
+        "than vLLM (--backend)"]
+    sk = _lone_isvc(tmp_path, "{modelFormat: {name: sklearn}, storageUri: 's3://b/m'}")
+    assert [s.reason for s in sk.skipped] == [
+        "its predictor.model names no ServingRuntime in these manifests, and KServe installs "
+        "no vLLM runtime for format sklearn: the container it runs in is not known"]

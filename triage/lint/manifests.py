@@ -61,6 +61,7 @@ from triage.lint.sourcemap import (
     dotted,
 )
 from triage.snapshot import ALL_KINDS, Obj, ReadFailure, Snapshot, meta
+from triage.vllm import images
 
 STATIC_REASON = "a manifest has no running pod"
 EXTENSIONS = (".yaml", ".yml", ".json")
@@ -807,10 +808,18 @@ def _predictor_pods(item: ManifestObject, spec: Obj, runtimes: list[Obj],
     model = predictor.get("model")
     if isinstance(model, dict):
         runtime = kserve.runtime_for(model, namespace, runtimes)
+        builtin = runtime is None
         if runtime is None:
+            # None in the manifests: KServe's own runtime for the model's format, as KServe
+            # installs it (the usual repository holds the InferenceService alone).
+            runtime = kserve.builtin_runtime_for(model)
+        if runtime is None:
+            fmt = _mapping(model.get("modelFormat")).get("name")
             out.skipped.append(Skipped(item.file, item.line, item.label,
                                        "its predictor.model names no ServingRuntime in these "
-                                       "manifests: the container it runs in is not known"))
+                                       "manifests, and KServe installs no vLLM runtime for "
+                                       f"format {fmt or '(none)'}: the container it runs in "
+                                       "is not known"))
             return []
         used.add(id(runtime))
         rspec = _mapping(runtime.get("spec"))
@@ -834,6 +843,20 @@ def _predictor_pods(item: ManifestObject, spec: Obj, runtimes: list[Obj],
         annotations.update(_mapping(rspec.get("annotations")))
         labels = {**_mapping(rspec.get("labels")), **labels}
         note = f"in {runtime.get('kind')} {meta(runtime).get('name')}"
+        image = kserve.runtime_image(container, model, runtime)
+        if image is not None:  # KServe's UpdateImageTag: runtimeVersion, or the -gpu build
+            container["image"] = image
+        if builtin:
+            note = f"in KServe's built-in {runtime.get('kind')} {meta(runtime).get('name')}"
+            version = images.version(str(container.get("image") or ""))
+            out.snapshot.notes.append(
+                f"{item.file}:{item.line}: {item.label}: its predictor.model names no "
+                f"ServingRuntime in these manifests: linted against KServe's built-in "
+                f"{runtime.get('kind')} {meta(runtime).get('name')} as KServe "
+                f"{kserve.BUILTIN_RELEASE} installs it (its container, args and defaults; "
+                f"image {container.get('image')}"
+                + (f", vLLM {version[0]}" if version else "")
+                + "); another KServe release's runtime may differ")
     annotations.update({k: v for k, v in _mapping(meta(isvc).get("annotations")).items()})
     annotations.update(_mapping(predictor.get("annotations")))
     pod_meta: Obj = {"name": f"{name}-predictor", "labels": labels, "annotations": annotations}

@@ -128,6 +128,8 @@ class LintReport:
             "skipped": [{"file": s.file, "line": s.line, "object": s.object,
                          "reason": s.reason} for s in self.skipped],
         }
+        if self.warnings:  # what lint assumed (KServe's built-in runtime) or noted
+            doc["warnings"] = list(self.warnings)
         if explain:
             doc["explain"] = {
                 "applied": [{"id": p.id, "findings": p.findings,
@@ -172,7 +174,9 @@ def build(manifests: Manifests, diagnoses: list[PodDiagnosis], patterns: tuple[P
         if not diag.contexts:
             src = workload.source
             reasons = [selection.why_not_vllm(c) for c in workload_containers(workload.pod)]
-            template = f" in its {workload.note}" if workload.note else ""
+            note = workload.note
+            template = "" if not note else f" {note}" if note.startswith("in ") \
+                else f" in its {note}"
             skipped.append(Skipped(src.file, src.line, src.label, f"no vLLM container{template}: "
                                    + ("; ".join(reasons) if reasons
                                       else "the pod has no containers")))
