@@ -218,6 +218,11 @@ UNSEEN_EXPECTED: dict[str, set[tuple[str, int]]] = {
     "11-isvc-builtin-hf.yaml": {("model-cache-missing", 10)},
     # ... on CPU (VLLM_CPU_KVCACHE_SPACE, no GPU: the CPU build): no no-gpu.
     "12-isvc-hf-cpu.yaml": {("model-cache-missing", 10)},
+    # vLLM's guide's CPU Deployment of the CUDA image: no GPU (the fix offers the CPU build);
+    # the same with the CPU build and VLLM_CPU_KVCACHE_SPACE: none.
+    "13-vllm-docs-cpu.yaml": {("no-gpu", 19), ("image-tag-latest", 20),
+                              ("max-model-len-unset", 22)},
+    "14-vllm-cpu-image.yaml": {("max-model-len-unset", 22)},
 }
 
 
@@ -549,3 +554,10 @@ def test_a_lone_inference_service_kserve_runs_without_vllm_is_skipped_and_told_w
     assert [s.reason for s in sk.skipped] == [
         "its predictor.model names no ServingRuntime in these manifests, and KServe installs "
         "no vLLM runtime for format sklearn: the container it runs in is not known"]
+
+
+def test_vllms_cuda_image_without_a_gpu_is_offered_its_cpu_build_beside_a_gpu() -> None:
+    report = lint_manifests(collect([Input(str(UNSEEN / "13-vllm-docs-cpu.yaml"))]))
+    (gpu,) = [f for f in report.findings if f.id == "no-gpu"]
+    assert "`nvidia.com/gpu: 1`" in gpu.fix and \
+        "public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo" in gpu.fix, gpu.fix
