@@ -1,4 +1,6 @@
-"""vllm-triage lint on a Helm-rendered file of 20 objects: under 0.5 s (issue 18).
+"""vllm-triage lint on a Helm-rendered file of 20 objects: under 0.5 s (issue 18); and,
+with --scale, on 1,000 and 4,000 vLLM Deployments: linear, 4x the documents within 4.5x
+the time.
 
 The file is what ``helm template`` prints for a vLLM chart with four model
 servers: ``# Source:`` comments, ``---`` between documents, per server a
@@ -9,6 +11,11 @@ measured in the same run: the tool's own start-up, ``vllm-triage --version``;
 what lint adds is the rest.
 
     python -m bench.lint [--runs 5]
+    python -m bench.lint --scale [--runs 3]
+
+--scale lints one file of N Deployments (the seed article's starting manifest, each
+with its own name) for N = 1,000 and 4,000, and compares CPU and wall time: every
+Deployment is linted the same way, so the time should grow with N, not faster.
 """
 
 from __future__ import annotations
@@ -129,11 +136,48 @@ def rendered() -> str:
                    for n, m, tp, ctx, tag, st, lt, shm, metric in SERVERS)
 
 
+SEED_START = Path(__file__).resolve().parent.parent / "tests" / "support" / "data" / "lint" \
+    / "seed-002-start.yaml"
+
+
+def deployments(count: int) -> str:
+    """``count`` copies of the seed article's starting Deployment, each named apart."""
+    text = SEED_START.read_text()
+    return "---\n".join(text.replace("name: vllm-qwen", f"name: vllm-qwen-{i}")
+                        for i in range(count))
+
+
+def scale(runs: int) -> int:
+    env = clean_env()
+    sizes = (1000, 4000)
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in sizes:
+            path = Path(tmp) / f"deployments-{n}.yaml"
+            path.write_text(deployments(n))
+            results[n] = median(repeat(runs, lambda p=path: measure(
+                cli("lint", "-f", str(p), "-o", "json", "--fail-on", "never"), env)))
+    print("| Deployments | wall s | CPU s | peak RSS MB |")
+    print("|---|---|---|---|")
+    for n in sizes:
+        r = results[n]
+        print(f"| {n:,} | {r['wall_s']:.2f} | {r['cpu_s']:.2f} | {r['peak_rss_mb']:.0f} |")
+    cpu = results[4000]["cpu_s"] / results[1000]["cpu_s"]
+    wall = results[4000]["wall_s"] / results[1000]["wall_s"]
+    print(f"4,000 over 1,000: CPU {cpu:.2f}x, wall {wall:.2f}x; target within 4.5x: "
+          f"{'met' if cpu <= 4.5 else 'NOT met'}")
+    return 0 if cpu <= 4.5 else 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--scale", action="store_true",
+                        help="lint 1,000 and 4,000 Deployments and compare the times")
     args = parser.parse_args()
     warm_up()
+    if args.scale:
+        return scale(args.runs)
     env = clean_env()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "helm-rendered.yaml"

@@ -266,16 +266,31 @@ def test_suppression_by_annotation_and_flag(tmp_path: Path) -> None:
     assert "Suppressed:" in run.stdout and "cuda-oom" in run.stdout
 
 
-def test_explain_says_per_workload_where_a_pattern_went_undecided() -> None:
-    doc = lint_json("-f", str(UNSEEN / "03-lws.yaml"), "--fail-on", "never", "--explain",
-                    code=0)
+def test_explain_says_what_ran_what_could_not_be_decided_and_why(tmp_path: Path) -> None:
+    # The seed's fixed Deployment, and a copy whose image is a chart's placeholder.
+    templated = SEED_FIXED.read_text().split("---\n")[0].replace(
+        "name: vllm-qwen", "name: templated", 1).replace(
+        "image: vllm/vllm-openai:v0.10.1.1", 'image: "{{ .Values.image }}"')
+    path = tmp_path / "vllm.yaml"
+    path.write_text(SEED_FIXED.read_text() + "---\n" + templated)
+    doc = lint_json("-f", str(path), "--fail-on", "never", "--explain", code=0)
     applied = {p["id"]: p for p in doc["explain"]["applied"]}
-    (undecided,) = applied["max-model-len-unset"]["undecided"]
-    assert undecided["object"] == "LeaderWorkerSet/vllm (worker template)"
-    assert "logs" in undecided["reason"]
-    assert "undecided" not in applied["probe-timing"]
-    run = run_cli("lint", "-f", str(UNSEEN / "03-lws.yaml"), "--explain")
-    assert "undecided on LeaderWorkerSet/vllm (worker template): " in run.stdout
+    not_applicable = {p["id"]: p["reason"] for p in doc["explain"]["not_applicable"]}
+    # They ran on the spec and found nothing; what only a running pod shows is said.
+    for pid, needs in (("no-gpu", "the pod's logs"), ("max-model-len-unset", "the pod's logs"),
+                       ("shm-too-small", "the pod's logs"),
+                       ("container-oomkilled", "the container's status")):
+        assert applied[pid]["findings"] == 0 and pid not in not_applicable, pid
+        assert needs in applied[pid]["needs_running_pod"], applied[pid]
+    assert "logs" in not_applicable["cuda-oom"]
+    # Per workload, where a pattern went undecided on one of them, and why.
+    (undecided,) = applied["image-tag-latest"]["undecided"]
+    assert undecided["object"] == "Deployment/templated"
+    assert "is the template placeholder {{ .Values.image }}" in undecided["reason"]
+    run = run_cli("lint", "-f", str(path), "--explain")
+    assert "Patterns that ran on the manifests:" in run.stdout
+    assert "not decided without a running pod: the pod's logs" in run.stdout
+    assert "undecided on Deployment/templated: " in run.stdout
 
 
 def test_ignore_of_an_unknown_id_is_a_usage_error() -> None:
@@ -493,8 +508,11 @@ def test_a_serving_runtime_of_another_namespace_is_not_used(tmp_path: Path) -> N
                     + "---\n" + KSERVE.split("---\n")[1])
     doc = lint_json("-f", str(path), code=0)
     reasons = {s["object"]: s["reason"] for s in doc["skipped"]}
-    assert "names no ServingRuntime" in reasons["InferenceService/llm/qwen"]
     assert "ServingRuntime/other/vllm-tp2" in reasons
+    # KServe picks its own Hugging Face runtime then, as lint does, and says so.
+    assert "InferenceService/llm/qwen" not in reasons
+    assert any("built-in ClusterServingRuntime kserve-huggingfaceserver as KServe v0."
+               in w for w in doc["warnings"]), doc["warnings"]
 
 
 def test_keda_scaled_object_on_cpu(tmp_path: Path) -> None:
@@ -607,6 +625,29 @@ def test_hostile_input_is_one_line_and_exit_2(tmp_path: Path, content: str | byt
     assert "Traceback" not in run.stderr
     assert needle in run.stderr, run.stderr
     assert "0 finding(s) in 1 vLLM workload(s)" in run.stdout  # the rest was still linted
+
+
+def test_a_directory_with_a_broken_file_lints_every_other_file_and_exits_2(
+        tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(SEED_START.read_text())
+    (tmp_path / "b-db-secret.yaml").write_text("apiVersion: v1\nkind: Pod\nspec: [unclosed\n")
+    (tmp_path / "c.yaml").write_text(SEED_START.read_text().replace("vllm-qwen", "vllm-c"))
+    run = run_cli("lint", "-f", str(tmp_path), "-o", "json")
+    assert run.code == 2, run.stderr
+    assert {f["object"] for f in json.loads(run.stdout)["findings"]} == {
+        "Deployment/vllm-qwen", "Deployment/vllm-c"}
+    assert f"vllm-triage: error: {tmp_path / 'b-db-secret.yaml'}:4:1: not valid YAML" \
+        in run.stderr
+
+
+def test_empty_standard_input_exits_2() -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "triage.cli", "lint", "-f", "-"], input="",
+                          capture_output=True, text=True, cwd=str(ROOT), timeout=60)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "no Kubernetes object on standard input" in proc.stderr
 
 
 def test_a_key_merged_in_with_an_anchor_may_be_overridden(tmp_path: Path) -> None:

@@ -610,6 +610,34 @@ CASES.update({
          "spec.metrics[1].pods.target.averageValue")],
     # tests/support/unit.py hpa(): maxReplicas 4; without an HPA, none
     "hpa_max_replicas": [({}, None), ({"pod": OWNED_POD, "objects": WITH_HPA}, 4)],
+    # GPUs, TPU chips and Neuron devices alike; an init container's are not vLLM's
+    "accelerator_request": [
+        ({}, 1), ({"container": {"resources": {"limits": {"nvidia.com/gpu": None,
+                                                          "google.com/tpu": "8"}}}}, 8),
+        ({"container": {"resources": {"limits": {"nvidia.com/gpu": None,
+                                                 "aws.amazon.com/neuron": "16"},
+                                      "requests": {"nvidia.com/gpu": None}}}}, 16),
+        ({"container": {"resources": {"limits": {"nvidia.com/gpu": None},
+                                      "requests": {"nvidia.com/gpu": None}}}}, 0),
+        ({"pod": AS_INIT}, None)],
+    "image_platform": [
+        ({}, "cuda"), ({"container": {"image": "vllm/vllm-tpu:nightly"}}, "tpu"),
+        ({"container": {"image": "public.ecr.aws/data-on-eks/"
+                                 "neuron-sdk2.20-vllm0.5.0-neuron:v8"}}, "neuron"),
+        ({"container": {"image": "rocm/vllm:latest"}}, "rocm"),
+        ({"container": {"image": "kserve/huggingfaceserver:v0.15.2"}}, "cpu"),
+        ({"container": {"image": "kserve/huggingfaceserver:v0.15.2-gpu"}}, "cuda"),
+        ({"container": {"image": "registry.example.com/llm/serve:1.4"}}, None)],
+    "cpu_serving_signal": [
+        ({}, None),
+        ({"container": {"image": "public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.10.1"}},
+         "image public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.10.1"),
+        ({"container": {"env": [{"name": "VLLM_CPU_KVCACHE_SPACE", "value": "4"}]}},
+         "env VLLM_CPU_KVCACHE_SPACE"),
+        ({"container": {"args": ["--model", "Qwen/Qwen3-0.6B", "--device", "cpu"]}},
+         "--device cpu"),
+        # another VLLM_ variable says nothing about the device
+        ({"container": {"env": [{"name": "VLLM_PORT", "value": "8000"}]}}, None)],
     "pod_concurrency": [({}, None), ({"log": "INFO 03-20 16:01:36 executor_base.py:115] Maximum "
                                             "concurrency for 32768 tokens per request: 9.44x"},
                                      9.44)],

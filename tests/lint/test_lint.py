@@ -6,10 +6,12 @@ their expected findings; an empty run's SARIF validates."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
 import pytest
+import regex
 import yaml
 
 from tests.conftest import FIXTURES, ROOT, fixture_names
@@ -165,6 +167,22 @@ def test_sarif_document_of_an_empty_run_validates() -> None:
     _valid(sarif.document(report))
 
 
+def test_sarif_of_accelerators_cpu_serving_and_kserves_own_runtime_validates() -> None:
+    # The Neuron LWS, the lone InferenceServices (a note says which runtime was assumed),
+    # the seed's CUDA image without a GPU (no-gpu offers the CPU build).
+    report = lint_manifests(collect([Input(str(p)) for p in (
+        UNSEEN / "10-lws-neuron.yaml", UNSEEN / "11-isvc-builtin-hf.yaml",
+        UNSEEN / "12-isvc-hf-cpu.yaml", SEED_START)]))
+    log = sarif.document(report)
+    _valid(log)
+    run = log["runs"][0]
+    assert {r["ruleId"] for r in run["results"]} >= {"no-gpu", "image-tag-latest",
+                                                      "model-cache-missing"}
+    notes = run["invocations"][0]["toolExecutionNotifications"]
+    assert sum("built-in ClusterServingRuntime kserve-huggingfaceserver" in n["message"]["text"]
+               for n in notes) == 2, notes
+
+
 UNSEEN = DATA / "unseen"
 
 
@@ -194,6 +212,17 @@ UNSEEN_EXPECTED: dict[str, set[tuple[str, int]]] = {
                                  ("scale-to-zero", 31)},
     "09-isvc-containers.yaml": {("autoscaling-on-cpu", 9)},
     "09b-isvc-scalemetric.yaml": {("autoscaling-on-cpu", 15)},
+    # A Neuron build named vLLM only in its tag, 16 Neuron devices a pod: linted, no no-gpu.
+    "10-lws-neuron.yaml": {("image-tag-latest", 29), ("image-tag-latest", 66)},
+    # An InferenceService alone: KServe's own Hugging Face runtime (its /dev/shm, its image).
+    "11-isvc-builtin-hf.yaml": {("model-cache-missing", 10)},
+    # ... on CPU (VLLM_CPU_KVCACHE_SPACE, no GPU: the CPU build): no no-gpu.
+    "12-isvc-hf-cpu.yaml": {("model-cache-missing", 10)},
+    # vLLM's guide's CPU Deployment of the CUDA image: no GPU (the fix offers the CPU build);
+    # the same with the CPU build and VLLM_CPU_KVCACHE_SPACE: none.
+    "13-vllm-docs-cpu.yaml": {("no-gpu", 19), ("image-tag-latest", 20),
+                              ("max-model-len-unset", 22)},
+    "14-vllm-cpu-image.yaml": {("max-model-len-unset", 22)},
 }
 
 
@@ -245,3 +274,290 @@ def test_a_static_snapshot_makes_what_a_running_pod_gives_unknown() -> None:
                         ("served_model", "Qwen/Qwen3-8B"), ("observed_startup_seconds", None),
                         ("model_weights_gib", 14.9)):
         assert ctx.fact(name).value == value, ctx.fact(name)
+
+
+# --- hostile inputs: every readable file, nothing read is an error ---------------------
+
+
+def test_every_readable_file_of_a_directory_is_linted_and_each_unreadable_one_named(
+        tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(SEED_START.read_text())
+    (tmp_path / "b.yaml").write_text("apiVersion: v1\nkind: Pod\nspec: [unclosed\n")
+    (tmp_path / "c.yaml").write_text(SEED_START.read_text().replace("vllm-qwen", "vllm-c"))
+    (tmp_path / "d.yaml").symlink_to(tmp_path / "gone.yaml")
+    report = lint_manifests(collect([Input(str(tmp_path))]))
+    assert {f.file for f in report.findings} == {str(tmp_path / "a.yaml"),
+                                                 str(tmp_path / "c.yaml")}
+    assert [p.split(":")[0] for p in report.problems] == [str(tmp_path / "b.yaml"),
+                                                         str(tmp_path / "d.yaml")]
+    assert "not valid YAML" in report.problems[0]
+    assert "a link to nothing" in report.problems[1]
+
+
+def test_an_unreadable_files_name_is_not_masked_as_a_credential(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    secret = tmp_path / "db-secret.yaml"
+    secret.write_text(SEED_START.read_text())
+    opened = os.open
+
+    def refuse(path: Any, *args: Any, **kwargs: Any) -> int:
+        if str(path) == str(secret):
+            raise PermissionError(13, "Permission denied")
+        return opened(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refuse)
+    report = lint_manifests(collect([Input(str(tmp_path))]))
+    assert report.problems == (f"{secret}: cannot open: Permission denied",)
+    # What went wrong is still masked where it quotes a credential.
+    leaked = lint_manifests(collect([Input("-")], stdin=io.BytesIO(
+        b"apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {a: hf_" + b"x" * 30
+        + b", a: 1}\n")))
+    assert leaked.problems and "hf_xxxx" not in leaked.problems[0]
+
+
+@pytest.mark.parametrize("text", [b"", b"\n\n", b"# helm template failed\n---\n"])
+def test_nothing_on_standard_input_is_an_error(text: bytes) -> None:
+    report = lint_manifests(collect([Input("-")], stdin=io.BytesIO(text)))
+    (problem,) = report.problems
+    assert problem.startswith("<stdin>: no Kubernetes object on standard input")
+
+
+def test_a_remote_kustomize_reference_is_refused_before_kubectl_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+
+    def no_kubectl(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"kubectl was run: {args}")
+
+    monkeypatch.setattr(subprocess, "run", no_kubectl)
+    base, overlay = tmp_path / "base", tmp_path / "overlay"
+    base.mkdir()
+    overlay.mkdir()
+    (base / "deployment.yaml").write_text(SEED_START.read_text())
+    (overlay / "kustomization.yaml").write_text("resources: [../base]\n")
+    for remote in ("https://raw.githubusercontent.com/org/repo/main/vllm.yaml",
+                   "github.com/kubernetes-sigs/kustomize//examples/multibases?ref=v1.0.6",
+                   "git::https://gitlab.com/org/repo.git//deploy?ref=main",
+                   "git@github.com:org/repo.git//deploy"):
+        (base / "kustomization.yaml").write_text(
+            f"resources:\n- deployment.yaml\n- {remote}\n")
+        report = lint_manifests(collect([Input(str(overlay), kustomize=True)]))
+        (problem,) = report.problems
+        assert problem.startswith(f"{base / 'kustomization.yaml'}: resources[1] is a remote "
+                                  f"reference ({remote})"), problem
+        assert "kubectl kustomize was not run" in problem
+
+
+def test_a_template_placeholder_is_unknown_and_the_chart_is_told_to_render_first() -> None:
+    chart = SEED_FIXED.read_text().replace(
+        "nvidia.com/gpu: 1", 'nvidia.com/gpu: "{{ .Values.gpus }}"').replace(
+        "value: /models", "value: {{ .Values.cacheDir }}").replace(
+        "image: vllm/vllm-openai:v0.10.1.1", 'image: "{{ .Values.image }}"')
+    assert chart.count("{{") == 3
+    report = lint_manifests(collect([Input("-")], stdin=io.BytesIO(chart.encode())))
+    # Neither no-gpu (the GPU count is a placeholder), model-cache-missing (HF_HOME is one)
+    # nor image-tag-latest (so is the image) is decided.
+    assert report.findings == ()
+    undecided = {p.id: p.reason for p in report.patterns if not p.applied}
+    for pid, field in (("no-gpu", 'limits["nvidia.com/gpu"]'), ("image-tag-latest", "image")):
+        assert f"{field} is the template placeholder" in undecided[pid], undecided[pid]
+        assert "render the chart first" in undecided[pid]
+    assert any("Deployment/vllm-qwen is a template's source, not a manifest" in w
+               and "helm template" in w for w in report.warnings), report.warnings
+    # The unquoted placeholder is a mapping used as a key: kubectl would refuse the file.
+    assert any("an unquoted template action {{ .Values.cacheDir }}" in w
+               and "kubectl and the API server refuse the file" in w
+               for w in report.warnings), report.warnings
+
+
+def test_a_mapping_used_as_a_key_is_linted_with_a_warning_that_the_cluster_refuses_it() -> None:
+    text = ("apiVersion: v1\nkind: Secret\nmetadata: {name: hf}\nstringData:\n"
+            "  ? {token: abc}\n  : value\n---\n" + SEED_FIXED.read_text())
+    report = lint_manifests(collect([Input("-")], stdin=io.BytesIO(text.encode())))
+    assert not report.problems and report.workloads == 1
+    (warning,) = [w for w in report.warnings if "used as a key" in w]
+    assert warning.startswith("<stdin>:5:5: a mapping used as a key (in stringData): kubectl "
+                              "and the API server refuse the file")
+    assert "abc" not in warning
+
+
+def test_reporting_a_finding_looks_at_its_own_document_not_every_object() -> None:
+    """Each finding finds the object it is in among its document's objects only, and its
+    workload by the pod it was made from: 4x the manifests is 4x the work, not 16x."""
+    from triage.lint.sourcemap import ManifestObject
+
+    class Counted(list[ManifestObject]):
+        walks = 0
+
+        def __iter__(self) -> Any:
+            Counted.walks += 1
+            return super().__iter__()
+
+    text = "---\n".join(SEED_START.read_text().replace("vllm-qwen", f"vllm-{i}")
+                        for i in range(40))
+    manifests = collect([Input("-")], stdin=io.BytesIO(text.encode()))
+    manifests.objects = Counted(manifests.objects)
+    manifests.workloads = Counted(manifests.workloads)  # type: ignore[arg-type]
+    report = lint_manifests(manifests)
+    assert len(report.findings) == 160
+    assert Counted.walks <= 6, Counted.walks
+
+
+# --- the container's environment, from ConfigMaps in the same manifests -----------------
+
+CACHE_CONFIG_MAP = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: llm-env}
+data:
+  HF_HOME: /models
+---
+"""
+
+
+@pytest.mark.parametrize("how", [
+    # The production-stack chart's servingEngineSpec.configs: envFrom a ConfigMap.
+    "        envFrom:\n        - configMapRef: {name: llm-env}\n        env:\n",
+    "        env:\n        - name: HF_HOME\n          valueFrom:\n"
+    "            configMapKeyRef: {name: llm-env, key: HF_HOME}\n",
+])
+def test_hf_home_set_through_a_config_map_is_the_containers_environment(how: str) -> None:
+    fixed = SEED_FIXED.read_text().split("---\n")
+    deployment = fixed[0].replace(
+        "        env:\n        - name: HF_HOME\n          value: /models\n", how)
+    assert "name: HF_TOKEN" in deployment.split("env:\n")[-1]
+    assert "value: /models" not in deployment
+    text = CACHE_CONFIG_MAP + "---\n".join([deployment, *fixed[1:]])
+    report = lint_manifests(collect([Input("-")], stdin=io.BytesIO(text.encode())))
+    assert report.findings == (), [(f.id, f.message) for f in report.findings]
+    # Without the ConfigMap, where the cache is is not known: not decided, never a finding
+    # (nor a pass).
+    alone = lint_manifests(collect([Input("-")], stdin=io.BytesIO(
+        "---\n".join([deployment, *fixed[1:]]).encode())))
+    assert "model-cache-missing" not in {f.id for f in alone.findings}
+    undecided = {p.id: p.reason for p in alone.patterns if not p.applied}
+    assert "ConfigMap llm-env is not in what was read" in undecided["model-cache-missing"]
+
+
+# --- messages say each thing once and exactly ---------------------------------------------
+
+TP_IN_COMMAND = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: m}
+spec:
+  strategy: {type: Recreate}
+  template:
+    spec:
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.10.1.1
+        command: [sh, -c, "vllm serve MODEL --tensor-parallel-size 2"]
+        livenessProbe: {httpGet: {path: /health, port: 8000}, initialDelaySeconds: 30,
+                        periodSeconds: 10, timeoutSeconds: 5}
+        resources: {limits: {nvidia.com/gpu: 2, memory: 64Gi}}
+"""
+
+
+def _lint_text(text: str) -> dict[str, Any]:
+    report = lint_manifests(collect([Input("-")], stdin=io.BytesIO(text.encode())))
+    return {f.id: f for f in report.findings}
+
+
+@pytest.mark.parametrize("model", ["mistralai/Mistral-7B-Instruct-v0.3",
+                                   "meta-llama/Llama-3.3-70B-Instruct", "/models/in-house"])
+def test_messages_say_each_thing_once_and_exactly(model: str) -> None:
+    found = _lint_text(TP_IN_COMMAND.replace("MODEL", model))
+    for f in found.values():
+        parts = f.message.split(": ", 1)[1].split("; ")
+        assert len(parts) == len(set(parts)), (f.id, f.message)
+    shm = found["shm-too-small"].message
+    assert "--tensor-parallel-size=2 (set in command)" in shm
+    assert shm.count("/dev/shm in container vllm") == 1 and shm.count("64 MiB") == 1, shm
+    probe = found["probe-timing"]
+    assert probe.message.split(": ", 1)[1].count("no startupProbe") == 1, probe.message
+    # The figure the probe is compared with is the one the fix names.
+    estimate = regex.search(r"= ([\d.]+) seconds", probe.message)
+    if estimate is not None:
+        assert f"an estimate of {float(estimate.group(1)):.0f} s to start" in probe.fix
+    else:
+        assert "about 120 s to download, load and warm up" in probe.fix, probe.fix
+    assert not [f.id for f in found.values() if "is a container (spec" in f.message]
+    if "70B" in model:  # a 128K family: its context is unset
+        unset = found["max-model-len-unset"].message
+        assert unset.count("--max-model-len unset") == 1, unset
+
+
+def test_no_gpu_opens_with_what_is_missing() -> None:
+    report = lint_manifests(collect([Input(str(SEED_START))]))
+    (gpu,) = [f for f in report.findings if f.id == "no-gpu"]
+    assert gpu.message.split(": ", 1)[1].startswith("container vllm requests no GPU"), \
+        gpu.message
+
+
+def test_a_skipped_workload_is_told_why_in_its_own_terms(tmp_path: Path) -> None:
+    text = (UNSEEN / "10-lws-neuron.yaml").read_text()
+    path = tmp_path / "lws.yaml"
+    path.write_text(text.replace(
+        "public.ecr.aws/data-on-eks/llama3.1_405b_neuron2.19-patch_vllm0.5.0-patch:latest",
+        "registry.example.com/serve:1.0"))
+    report = lint_manifests(collect([Input(str(path))]))
+    reasons = [s.reason for s in report.skipped]
+    assert reasons == [
+        f"no vLLM container in its {role} template: container vllm-{role}: neither image "
+        "registry.example.com/serve:1.0 nor its command and args name vLLM or vLLM's "
+        "engine flags" for role in ("leader", "worker")], reasons
+    path.write_text(text.replace(
+        "public.ecr.aws/data-on-eks/llama3.1_405b_neuron2.19-patch_vllm0.5.0-patch:latest",
+        "lmcache/lmstack-router:vllm-0.10"))
+    reasons = [s.reason for s in lint_manifests(collect([Input(str(path))])).skipped]
+    assert len(reasons) == 2 and all("names vLLM but is what sits in front of" in r
+                                     for r in reasons), reasons
+
+
+def _lone_isvc(tmp_path: Path, model: str) -> Any:
+    path = tmp_path / "isvc.yaml"
+    path.write_text("apiVersion: serving.kserve.io/v1beta1\nkind: InferenceService\n"
+                    "metadata: {name: m, namespace: llm}\nspec:\n  predictor:\n"
+                    f"    model: {model}\n")
+    return lint_manifests(collect([Input(str(path))]))
+
+
+def test_a_lone_inference_service_runs_in_kserves_own_runtime_as_its_release_installs_it(
+        tmp_path: Path) -> None:
+    gpu = _lone_isvc(tmp_path, "{modelFormat: {name: huggingface}, args: "
+                     "[--model_id=Qwen/Qwen3-8B], resources: {limits: {nvidia.com/gpu: 1}}}")
+    assert not gpu.skipped
+    (note,) = [w for w in gpu.warnings if "built-in" in w]
+    assert "as KServe v0.20.0 installs it" in note and \
+        "image kserve/huggingfaceserver:v0.20.0-gpu, vLLM 0.24.0" in note, note
+    # Without a GPU KServe runs the CPU build; a runtimeVersion is the tag as written.
+    cpu = _lone_isvc(tmp_path, "{modelFormat: {name: huggingface}, runtimeVersion: v0.15.2, "
+                     "args: [--model_id=Qwen/Qwen3-8B]}")
+    assert any("image kserve/huggingfaceserver:v0.15.2, vLLM 0.8.5" in w for w in cpu.warnings)
+    assert "no-gpu" not in {f.id for f in cpu.findings}
+
+
+def test_a_lone_inference_service_kserve_runs_without_vllm_is_skipped_and_told_why(
+        tmp_path: Path) -> None:
+    # KServe's storage sample (docs/samples/storage/hf/hf_isvc.yaml): the Hugging Face
+    # backend, not vLLM.
+    hf = _lone_isvc(tmp_path, "{modelFormat: {name: huggingface}, args: [--model_name=llama2, "
+                    "--backend=huggingface], storageUri: 'hf://meta-llama/Llama-2-7b-chat-hf'}")
+    assert [s.reason for s in hf.skipped] == [
+        "no vLLM container in KServe's built-in ClusterServingRuntime kserve-huggingfaceserver: "
+        "container kserve-container runs KServe's Hugging Face server with a backend other "
+        "than vLLM (--backend)"]
+    sk = _lone_isvc(tmp_path, "{modelFormat: {name: sklearn}, storageUri: 's3://b/m'}")
+    assert [s.reason for s in sk.skipped] == [
+        "its predictor.model names no ServingRuntime in these manifests, and KServe installs "
+        "no vLLM runtime for format sklearn: the container it runs in is not known"]
+
+
+def test_vllms_cuda_image_without_a_gpu_is_offered_its_cpu_build_beside_a_gpu() -> None:
+    report = lint_manifests(collect([Input(str(UNSEEN / "13-vllm-docs-cpu.yaml"))]))
+    (gpu,) = [f for f in report.findings if f.id == "no-gpu"]
+    assert "`nvidia.com/gpu: 1`" in gpu.fix and \
+        "public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo" in gpu.fix, gpu.fix

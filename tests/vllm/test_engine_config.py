@@ -127,3 +127,23 @@ def test_config_file_that_was_not_collected_is_noted_not_guessed() -> None:
 ])
 def test_vllm_container_detection(image: str, command: list[str], expected: bool) -> None:
     assert selection.is_vllm_container(container(image=image, command=command)) is expected
+
+
+def test_a_flag_says_the_field_it_is_written_in() -> None:
+    cfg = engine_config.parse(container(
+        command=["sh", "-c", "vllm serve Qwen/Qwen3-8B --tensor-parallel-size 2"],
+        args=["--max-model-len", "16384"]))
+    assert cfg.describe("tensor-parallel-size") == "--tensor-parallel-size=2 (set in command)"
+    assert cfg.describe("max-model-len") == "--max-model-len=16384 (set in args)"
+    assert cfg.sources["model"] == "command"
+
+
+def test_arguments_expand_variables_from_a_config_map() -> None:
+    snap = Snapshot(context=None, namespace="llm", collected_at="", tool_version="t")
+    snap.objects = {"configmaps": [{"metadata": {"name": "llm-env", "namespace": "llm"},
+                                    "data": {"MODEL": "Qwen/Qwen3-8B", "TP": "2"}}]}
+    pod = {"metadata": {"name": "p", "namespace": "llm"}, "spec": {}}
+    c = container(args=["--model", "$(MODEL)", "--tensor-parallel-size", "$(TP)"])
+    c["envFrom"] = [{"configMapRef": {"name": "llm-env"}}]
+    cfg = engine_config.parse(c, snap, pod)
+    assert (cfg.model, cfg.integer("tensor-parallel-size")) == ("Qwen/Qwen3-8B", 2)

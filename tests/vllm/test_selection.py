@@ -69,9 +69,15 @@ def test_labels_that_name_vllm(labels: dict[str, str], expected: str | None) -> 
 def test_group_labels_name_vllm_on_a_pod_that_asks_for_a_gpu(key: str) -> None:
     gpu = {"name": "server", "image": FORK, "resources": {"limits": {"nvidia.com/gpu": "1"}}}
     assert selection.labels_name_vllm(_pod([gpu], {key: "vllm"})) == \
-        f"{key}=vllm (and the pod asks for a GPU)"
+        f"{key}=vllm (and the pod asks for an accelerator)"
     cpu = {"name": "redis", "image": "docker.io/bitnami/redis:7.4.1"}
     assert selection.labels_name_vllm(_pod([cpu], {key: "vllm"})) is None
+    # TPU chips and Neuron devices are accelerators as GPUs are
+    for resource in ("google.com/tpu", "aws.amazon.com/neuron"):
+        other = {"name": "server", "image": FORK, "resources": {"limits": {resource: "4"}}}
+        assert selection.labels_name_vllm(_pod([other], {key: "vllm"})) == \
+            f"{key}=vllm (and the pod asks for an accelerator)"
+        assert selection.worth_reading_head(_pod([other], {})) == ["server"]
 
 
 def test_a_label_selects_the_server_container_not_the_sidecar() -> None:

@@ -76,7 +76,6 @@ ALLOWED: dict[str, dict[str, str]] = {
         r"\(APIServer pid=\d+\)|\((?:EngineCore|VllmWorker|VllmWorkerProcess|Worker_TP)\w*"
         r"(?:[ \t]+rank=\d+)?[ \t]+pid=\d+": "vLLM's log format: the names of its processes "
                                             "in the prefix of their lines",
-        r"(?i)(^|/)vllm[-_/]|vllm-openai|(^|/)vllm(:|@|$)": _SPEC,
         r"(?i)(^|[\s/])vllm\s+serve\b|vllm\.entrypoints\.openai\.api_server|"
         r"vllm\.entrypoints\.api_server|(^|\s)vllm$|huggingfaceserver.*--backend[= ]vllm": _SPEC,
         r"(?i)(^|/)huggingfaceserver(:|@|$)": _SPEC,

@@ -15,7 +15,15 @@ from typing import Annotated
 import regex
 import typer
 
-from triage.commands.common import EXIT_OK, EXIT_USAGE, fail, guard, say, use_color
+from triage.commands.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    fail,
+    guard,
+    say,
+    stderr_console,
+    use_color,
+)
 from triage.commands.options import DebugOpt, PatternsOpt
 
 EPILOG = """\
@@ -94,6 +102,7 @@ def lint(
     from triage.lint.manifests import Input, collect
     from triage.lint.run import lint as lint_manifests
     from triage.lint.writers import writers
+    from triage.speed import gcpause
 
     inputs = [Input(f) for f in [*(filename or []), *(files or [])]] + [Input(k, kustomize=True)
                                                   for k in kustomize or []]
@@ -103,14 +112,21 @@ def lint(
         fail("-f - (stdin) can be given once", EXIT_USAGE)
     ignored = {part for item in ignore or [] for part in regex.split(r"[\s,]+", item) if part}
     with guard(debug):
-        manifests = collect(inputs, recursive)
-        report = lint_manifests(manifests, list(patterns or []), ignored)
+        with gcpause.paused():  # every workload is kept to the end: see triage.speed.gcpause
+            manifests = collect(inputs, recursive)
+            report = lint_manifests(manifests, list(patterns or []), ignored)
         unknown = sorted(ignored - {r.id for r in report.rules} - {"all"})
         if unknown:
             fail(f"--ignore {unknown[0]}: no such finding id (vllm-triage patterns lists "
                  "them)", EXIT_USAGE)
         for problem in report.problems:
-            say(f"vllm-triage: error: {problem}")
+            # Already safe: the path made terminal-safe, what went wrong redacted (a path
+            # is not a credential, so it is not masked as one).
+            stderr_console().print(f"vllm-triage: error: {problem}", markup=False,
+                                   highlight=False)
+        if output != LintOutput.text.value:
+            for warning in report.warnings:  # the text output says them itself
+                say(f"vllm-triage: warning: {warning}")
         sys.stdout.write(writers()[output](
             report, output == LintOutput.text.value and use_color(), explain))
         sys.stdout.flush()

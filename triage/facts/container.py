@@ -14,6 +14,7 @@ from triage.facts import (
 from triage.kube import workload
 from triage.results import Location
 from triage.snapshot import LOG_STREAMS, Obj
+from triage.vllm import images
 
 
 @fact("gpu_request", unit="GPUs", scope="container",
@@ -38,6 +39,60 @@ def gpu_request(ctx: ContainerContext) -> Measured:
                        "nvidia.com/gpu, so the device plugin gives it no device", at)
 
 
+@fact("accelerator_request", unit="devices", scope="container",
+      doc="accelerator devices the container asks for in resources.limits: GPUs "
+          "(nvidia.com/gpu, amd.com/gpu, ...), TPU chips (google.com/tpu), AWS Neuron devices "
+          "or cores (aws.amazon.com/neuron, neurondevice, neuroncore); None for an init "
+          "container")
+def accelerator_request(ctx: ContainerContext) -> Measured:
+    if ctx.kind == "init container":
+        return Measured(None, f"init container {ctx.name} runs to completion before the "
+                              "containers start: the devices it asks for are not vLLM's")
+    n, named = workload.accelerator_request(ctx.container)
+    res = ctx.container.get("resources") or {}
+    section = "limits" if named is None or named in (res.get("limits") or {}) else "requests"
+    at = (ctx.field("resources", section, named) if named else ctx.field("resources"),)
+    if n and named:
+        return Measured(n, f"container {ctx.name} requests {n} {named}", at)
+    return Measured(0, f"container {ctx.name} requests no accelerator: resources.limits has "
+                       "no GPU, TPU or Neuron device", at)
+
+
+@fact("image_platform", unit="text", scope="container",
+      doc="the hardware the image's vLLM build is for, by its name or tag (cuda, rocm, cpu, "
+          "tpu, neuron, hpu, xpu); None when the name does not say")
+def image_platform(ctx: ContainerContext) -> Measured:
+    image = str(ctx.container.get("image") or "")
+    found = images.platform(image)
+    if found is None:
+        return Measured(None, f"container {ctx.name} image {image or '(none)'} does not say "
+                              "which hardware its vLLM build is for", (ctx.field("image"),))
+    return Measured(found[0], f"container {ctx.name} image {image}: {found[1]}",
+                    (ctx.field("image"),))
+
+
+@fact("cpu_serving_signal", unit="text", scope="container",
+      doc="what says the container serves on CPU: vLLM's CPU image, a VLLM_CPU_* variable "
+          "(VLLM_CPU_KVCACHE_SPACE, ...) or --device cpu; None when nothing does")
+def cpu_serving_signal(ctx: ContainerContext) -> Measured:
+    image = str(ctx.container.get("image") or "")
+    found = images.platform(image)
+    if found is not None and found[0] == "cpu":
+        return Measured(f"image {image}", f"container {ctx.name} image {image}: {found[1]}",
+                        (ctx.field("image"),))
+    for name, var in ctx.env.vars.items():
+        if name.startswith("VLLM_CPU_"):  # read by vLLM's CPU backend only (vllm/envs.py)
+            return Measured(f"env {name}", f"container {ctx.name} sets {name} "
+                                           f"({var.described}), a variable only vLLM's CPU "
+                                           "backend reads", (ctx.field(*var.path),))
+    device = ctx.engine.raw("device")
+    if device is not None and device.lower() == "cpu":
+        return Measured("--device cpu", f"container {ctx.name} runs vLLM with --device cpu",
+                        (ctx.field("args"),))
+    return Measured(None, f"container {ctx.name}: no CPU image, VLLM_CPU_* variable or "
+                          "--device cpu", (ctx.field("image"),))
+
+
 def _gpu_limits(container: Obj) -> str:
     limits = (container.get("resources") or {}).get("limits") or {}
     return ", ".join(f"{k}={v}" for k, v in limits.items() if k in workload.GPU_RESOURCES)
@@ -52,8 +107,8 @@ def shm_memory_backed(ctx: ContainerContext) -> Measured:
     vol = workload.shm_volume(ctx.pod, ctx.container)
     at = shm_location(ctx)
     if vol is None:
-        return Measured(False, f"no volume is mounted at /dev/shm in container {ctx.name}: "
-                               "the container runtime's default is 64 MiB", at)
+        return Measured(False, f"no volume is mounted at /dev/shm in container {ctx.name}",
+                        at)
     medium = (vol.get("emptyDir") or {}).get("medium")
     if medium == "Memory":
         limit = (vol.get("emptyDir") or {}).get("sizeLimit", "no sizeLimit")
@@ -246,9 +301,8 @@ def service_link_vllm_port(ctx: ContainerContext) -> Measured:
                                   "variables for it")
         # A manifest's Service gets its address when it is created.
         ip = "CLUSTER-IP"
-    explicit = any(isinstance(e, dict) and e.get("name") == "VLLM_PORT"
-                   for e in ctx.container.get("env") or [])
-    if explicit:
+    explicit = ctx.env.get("VLLM_PORT")
+    if explicit is not None:
         return Measured(None, f"container {ctx.name} sets VLLM_PORT itself, which wins over "
                               "the Service variable")
     proto = str(ports[0].get("protocol", "TCP")).lower()

@@ -16,6 +16,7 @@ from typing import Any
 
 from triage.facts.registry import LOG_QUERIES, REGISTRY, Fact, Unmeasurable, given, measure
 from triage.kube import workload
+from triage.kube.env import Environment, container_env
 from triage.logs import LogIndex, QuerySet, scan
 from triage.results import Location
 from triage.snapshot import (
@@ -561,6 +562,12 @@ class ContainerContext(_Context):
     @cached_property
     def engine(self) -> EngineConfig:
         return engine_config.parse(self.container, self.snapshot, self.pod)
+
+    @cached_property
+    def env(self) -> Environment:
+        """The container's environment as the kubelet builds it (``envFrom``, then ``env``;
+        a ConfigMap's values where the ConfigMap was read)."""
+        return container_env(self.snapshot, self.pod, self.container)
 
     # --- its logs ---------------------------------------------------------------
 

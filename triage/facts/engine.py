@@ -125,9 +125,9 @@ def max_model_len(ctx: ContainerContext) -> Measured:
                         f"container {ctx.name}: {ctx.engine.describe('max-model-len')}",
                         flag_at(ctx, "max-model-len"))
     if ctx.snapshot.static is not None:
-        return Measured(None, f"container {ctx.name}: --max-model-len unset; vLLM takes the "
-                              "model's context from its config.json when it starts, and "
-                              f"nothing has started ({ctx.snapshot.static})",
+        # That the flag is unset is max_model_len_set's to say: said once in a finding.
+        return Measured(None, "the context vLLM takes from the model's config.json is known "
+                              f"only once it starts ({ctx.snapshot.static})",
                         flag_at(ctx, "max-model-len"))
     found = _last_log_match(ctx, _MAX_MODEL_LEN_LOG)
     if found is None:
@@ -489,20 +489,37 @@ def weights_downloaded(ctx: ContainerContext) -> Measured:
 
 
 def _hf_cache_dir(ctx: ContainerContext) -> tuple[str, str]:
-    env = {str(e.get("name")): str(e.get("value")) for e in ctx.container.get("env") or []
-           if isinstance(e, dict) and e.get("value") is not None}
+    """Where huggingface_hub keeps the model: --download-dir, else the cache variables in
+    the order huggingface_hub reads them, else its default under HOME. Unmeasurable when
+    a variable that decides it comes from what was not read (an unread ConfigMap)."""
     if ctx.engine.is_set("download-dir"):
         return str(ctx.engine.raw("download-dir")), ctx.engine.describe("download-dir")
+
+    def value(var: str) -> str | None:
+        why = ctx.env.unknown(var)
+        if why:
+            raise Unmeasurable(f"where the model cache is depends on {var}: {why}")
+        found = ctx.env.get(var)
+        return found.value if found is not None and found.value else None
+
+    def said(var: str, text: str) -> str:
+        found = ctx.env.get(var)
+        origin = f", {found.described}" if found is not None and found.origin != "literal" \
+            else ""
+        return f"env {var}={text}{origin}"
+
     for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "TRANSFORMERS_CACHE"):
-        if env.get(var):
-            return env[var], f"env {var}={env[var]}"
-    if env.get("HF_HOME"):
-        return env["HF_HOME"].rstrip("/") + "/hub", f"env HF_HOME={env['HF_HOME']}"
-    if env.get("XDG_CACHE_HOME"):
-        return env["XDG_CACHE_HOME"].rstrip("/") + "/huggingface/hub", \
-            f"env XDG_CACHE_HOME={env['XDG_CACHE_HOME']}"
-    home = env.get("HOME", "/root").rstrip("/")
-    return f"{home}/.cache/huggingface/hub", (
+        found = value(var)
+        if found:
+            return found, said(var, found)
+    home = value("HF_HOME")
+    if home:
+        return home.rstrip("/") + "/hub", said("HF_HOME", home)
+    xdg = value("XDG_CACHE_HOME")
+    if xdg:
+        return xdg.rstrip("/") + "/huggingface/hub", said("XDG_CACHE_HOME", xdg)
+    user_home = (value("HOME") or "/root").rstrip("/")
+    return f"{user_home}/.cache/huggingface/hub", (
         "HF_HOME, HF_HUB_CACHE, TRANSFORMERS_CACHE and --download-dir unset: the Hugging Face "
         "default")
 

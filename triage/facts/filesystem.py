@@ -89,9 +89,10 @@ def read_only_root_filesystem(ctx: ContainerContext) -> Measured:
           "XDG_CACHE_HOME, VLLM_CACHE_ROOT, TRITON_CACHE_DIR, ...), as NAME=value, and the "
           "writable volumes mounted in the container")
 def cache_env(ctx: ContainerContext) -> Measured:
-    env = ctx.container.get("env") or []
-    found = [f"{e.get('name')}={e.get('value')}" for e in env
-             if isinstance(e, dict) and e.get("name") in CACHE_ENV and "value" in e]
+    found = [f"{name}={var.value}" + ("" if var.origin == "literal" else
+                                      f" ({var.described})")
+             for name, var in ctx.env.vars.items()
+             if name in CACHE_ENV and var.value is not None]
     mounts = [str(m.get("mountPath")) for m in ctx.container.get("volumeMounts") or []
               if isinstance(m, dict) and m.get("mountPath") and not m.get("readOnly")]
     where = f"writable volumes at {', '.join(mounts)}" if mounts else "no writable volume"
@@ -178,10 +179,9 @@ _PLACING_ENV = tuple(n for n in CACHE_ENV if n not in ("HOME", "TMPDIR"))
           "the longest that does; None when no such variable places it")
 def unwritable_path_env(ctx: ContainerContext) -> Measured:
     path, where = _unwritable_path(ctx)
-    placing = [(str(e["name"]), str(e["value"])) for e in ctx.container.get("env") or []
-               if isinstance(e, dict) and e.get("name") in _PLACING_ENV
-               and isinstance(e.get("value"), str) and e["value"].startswith("/")
-               and _under(path, e["value"])]
+    placing = [(name, str(var.value)) for name, var in ctx.env.vars.items()
+               if name in _PLACING_ENV and var.value is not None
+               and var.value.startswith("/") and _under(path, var.value)]
     if not placing:
         return Measured(None, f"{path} ({where}) is placed by none of container {ctx.name}'s "
                               "cache variables (HF_HOME, XDG_CACHE_HOME, ...): under the home "

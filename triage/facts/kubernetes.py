@@ -323,8 +323,9 @@ def shm_size_mib(ctx: ContainerContext) -> Measured:
                         (ctx.pod_field("spec", "hostIPC"),))
     vol = workload.shm_volume(ctx.pod, ctx.container)
     if vol is None:
-        return Measured(64, f"no volume at /dev/shm in container {ctx.name}: the container "
-                            "runtime's default of 64 MiB", shm_location(ctx))
+        # The volume's absence is shm_memory_backed's to say: said once in a finding.
+        return Measured(64, "/dev/shm is the container runtime's default of 64 MiB",
+                        shm_location(ctx))
     empty = vol.get("emptyDir")
     if not isinstance(empty, dict):
         return Measured(None, f"/dev/shm is volume {vol.get('name')}, not an emptyDir")

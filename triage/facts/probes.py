@@ -60,8 +60,8 @@ def load_probe_budget_seconds(ctx: ContainerContext) -> Measured:
         return Measured(None, _no_load_probe(ctx))
     probe = ctx.container[kind]
     budget = workload.probe_budget(probe)
-    missing = "" if kind == "startupProbe" else "no startupProbe and its "
-    return Measured(budget, f"container {ctx.name} has {missing}{kind} {_ACTION[kind]} after "
+    # That there is no startupProbe is has_startup_probe's to say: said once in a finding.
+    return Measured(budget, f"container {ctx.name}: its {kind} {_ACTION[kind]} after "
                             f"about {budget}s ({workload.describe_probe(probe)})",
                     (ctx.field(kind),))
 

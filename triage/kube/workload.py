@@ -13,6 +13,10 @@ from typing import Any
 from triage.snapshot import Obj, Snapshot, dig, meta
 
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/i915", "habana.ai/gaudi")
+# Every device an accelerator's device plugin hands out, GPUs first: Google's TPU chips
+# (GKE), AWS Neuron devices and cores (the Neuron device plugin's three resource names).
+ACCELERATOR_RESOURCES = (*GPU_RESOURCES, "google.com/tpu", "aws.amazon.com/neuron",
+                         "aws.amazon.com/neurondevice", "aws.amazon.com/neuroncore")
 
 KSERVE_ISVC_LABEL = "serving.kserve.io/inferenceservice"
 
@@ -82,16 +86,25 @@ def init_failed(pod: Obj, container: Obj) -> bool:
 
 def gpu_request(container: Obj) -> int:
     """GPUs the container asks for (limits win, as the device plugin reads them)."""
+    return accelerator_request(container, GPU_RESOURCES)[0]
+
+
+def accelerator_request(container: Obj, names: tuple[str, ...] = ACCELERATOR_RESOURCES
+                        ) -> tuple[int, str | None]:
+    """Devices the container asks for of the first of ``names`` it names (limits win, as
+    the device plugin reads them), and that resource's name."""
     res = container.get("resources") or {}
     for section in ("limits", "requests"):
         values = res.get(section) or {}
-        for name in GPU_RESOURCES:
+        if not isinstance(values, dict):
+            continue
+        for name in names:
             if name in values:
                 try:
-                    return int(str(values[name]))
+                    return int(str(values[name])), name
                 except ValueError:
-                    return 0
-    return 0
+                    return 0, name
+    return 0, None
 
 
 def memory_limit(container: Obj) -> str | None:

@@ -29,6 +29,7 @@ the runtime's line.
 from __future__ import annotations
 
 import contextlib
+import copy
 from typing import Any
 
 from triage.lint.sourcemap import RUNTIME_KINDS, PathPart, SourceMap
@@ -36,8 +37,8 @@ from triage.snapshot import Obj, meta
 
 CONTAINER_NAME = "kserve-container"
 TRANSFORMER_NAME = "transformer-container"
-__all__ = ["RUNTIME_KINDS", "merge_container", "merge_pod_spec", "runtime_container",
-           "runtime_for"]
+__all__ = ["BUILTIN_RELEASE", "RUNTIME_KINDS", "builtin_runtime_for", "merge_container",
+           "merge_pod_spec", "runtime_container", "runtime_for", "runtime_image"]
 
 # corev1.Container's lists that a strategic merge merges, by their merge key; every
 # other list (command) is replaced, and args are concatenated by KServe itself.
@@ -53,6 +54,75 @@ _POD_LISTS: dict[str, str | None] = {
 # model fields that are KServe's, not the container's.
 MODEL_ONLY = ("modelFormat", "runtime", "storageUri", "protocolVersion", "storage",
               "runtimeVersion")
+
+
+# The runtime KServe installs itself for Hugging Face models (vLLM backend), as release
+# v0.20.0 installs it: kserve/kserve config/runtimes/kserve-huggingfaceserver.yaml and
+# charts/kserve-runtime-configs/files/runtimes/resources.yaml at that release (python/VERSION
+# 0.20.0), its image kserve/huggingfaceserver tagged with the release. A repository that
+# deploys an InferenceService of format huggingface usually holds only that: the container
+# it runs in is this one.
+BUILTIN_RELEASE = "v0.20.0"
+_BUILTIN_HF_RUNTIME: Obj = {
+    "apiVersion": "serving.kserve.io/v1alpha1", "kind": "ClusterServingRuntime",
+    "metadata": {"name": "kserve-huggingfaceserver",
+                 "annotations": {"serving.kserve.io/server-type": "huggingfaceserver"}},
+    "spec": {
+        "annotations": {"prometheus.kserve.io/port": "8080",
+                        "prometheus.kserve.io/path": "/metrics"},
+        "supportedModelFormats": [{"name": "huggingface", "version": "1",
+                                   "autoSelect": True, "priority": 1}],
+        "protocolVersions": ["v2", "v1"],
+        "containers": [{
+            "name": CONTAINER_NAME,
+            "image": f"kserve/huggingfaceserver:{BUILTIN_RELEASE}",
+            "args": ["--model_name={{.Name}}"],
+            "env": [{"name": "LMCACHE_USE_EXPERIMENTAL", "value": "True"}],
+            "securityContext": {"allowPrivilegeEscalation": False, "privileged": False,
+                                "runAsNonRoot": True, "capabilities": {"drop": ["ALL"]}},
+            "resources": {"requests": {"cpu": "1", "memory": "2Gi"},
+                          "limits": {"cpu": "1", "memory": "2Gi"}},
+            "volumeMounts": [{"name": "devshm", "mountPath": "/dev/shm"}],
+        }],
+        "volumes": [{"name": "devshm", "emptyDir": {"medium": "Memory"}}],
+        "hostIPC": False,
+    },
+}
+
+
+def builtin_runtime_for(model: Obj) -> Obj | None:
+    """KServe's own Hugging Face runtime when it serves the model (its format is
+    huggingface, or it names kserve-huggingfaceserver), a fresh copy; else None."""
+    return runtime_for(model, "", [copy.deepcopy(_BUILTIN_HF_RUNTIME)])
+
+
+def runtime_image(container: Obj, model: Obj, runtime: Obj) -> str | None:
+    """The image KServe runs the merged container with (UpdateImageTag): the model's
+    runtimeVersion as the tag, else, for a Hugging Face server, its ``-gpu`` build when the
+    container asks for a GPU; None when KServe keeps the image as written."""
+    image = str(container.get("image") or "")
+    if not image or "@sha256:" in image:
+        return None
+    repo, colon, tag = image.rpartition(":")
+    if not colon or "/" in tag:
+        return None
+    version = model.get("runtimeVersion")
+    if version:
+        return f"{repo}:{version}"
+    server = str(_mapping(meta(runtime).get("annotations")).get(
+        "serving.kserve.io/server-type") or "")
+    if server != "huggingfaceserver" and "huggingfaceserver" not in str(
+            meta(runtime).get("name") or ""):
+        return None
+    # pkg/utils/utils.go IsGPUEnabled: limits name nvidia.com/gpu or a MIG slice.
+    limits = _mapping(_mapping(container.get("resources")).get("limits"))
+    wants_gpu = any(str(name) == "nvidia.com/gpu" or str(name).startswith("nvidia.com/mig")
+                    for name in limits)
+    return f"{image}-gpu" if wants_gpu and not image.endswith("-gpu") else None
+
+
+def _mapping(value: Any) -> Obj:
+    return value if isinstance(value, dict) else {}
 
 
 def runtime_for(model: Obj, namespace: str, runtimes: list[Obj]) -> Obj | None:

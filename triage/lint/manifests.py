@@ -24,15 +24,17 @@ parsed, so YAML aliases cannot blow up; entries in a directory).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import stat
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import regex
 import yaml
 
 from triage import __version__
@@ -51,11 +53,15 @@ from triage.lint.sourcemap import (
     Manifests,
     Mark,
     Node,
+    Placeholder,
+    Problem,
     Skipped,
     SourceMap,
     Workload,
+    dotted,
 )
 from triage.snapshot import ALL_KINDS, Obj, ReadFailure, Snapshot, meta
+from triage.vllm import images
 
 STATIC_REASON = "a manifest has no running pod"
 EXTENSIONS = (".yaml", ".yml", ".json")
@@ -98,7 +104,8 @@ class Input:
 def collect(inputs: Iterable[Input], recursive: bool = False,
             stdin: Any = None) -> Manifests:
     """Read every input; what cannot be read is a problem named in the result, and the
-    rest is still linted."""
+    rest is still linted: every readable file of a directory, whatever a file before it
+    held."""
     sources = SourceMap()
     snap = Snapshot(context=None, namespace=None, collected_at="", tool_version=__version__,
                     static=STATIC_REASON)
@@ -111,32 +118,72 @@ def collect(inputs: Iterable[Input], recursive: bool = False,
     for item in inputs:
         first = len(out.objects)
         try:
-            for label, text, exact in _texts(item, recursive, stdin):
-                _parse(label, text, exact, out, budget)
+            for label, read, exact in _texts(item, recursive, stdin):
+                before = (len(out.objects), len(out.skipped))
+                try:
+                    _parse(label, read(), exact, out, budget)
+                except InputError as exc:
+                    out.problems.append(problem(label, exc))
+                    continue
+                if (len(out.objects), len(out.skipped)) == before and \
+                        (label == STDIN_LABEL or item.kustomize):
+                    # Nothing read where something had to be: an empty pipe (the command
+                    # before it failed) or an empty render is never a clean lint.
+                    out.problems.append(Problem(label, _NOTHING[label == STDIN_LABEL]))
         except InputError as exc:
-            out.problems.append(str(exc))
+            out.problems.append(problem(item.path, exc))
         if item.kustomize:
             _origins(item.path, out.objects[first:], out, budget)
     _build(out)
     return out
 
 
+STDIN_LABEL = "<stdin>"
+_NOTHING = {
+    True: ("no Kubernetes object on standard input (it was empty or held only comments): "
+           "did the command before the pipe fail? (helm template ... | vllm-triage lint -f -)"),
+    False: "kubectl kustomize rendered no Kubernetes object",
+}
+
+
+class Unreadable(InputError):
+    """An input that cannot be read, said as where (a path) and what went wrong."""
+
+    def __init__(self, where: str, what: str) -> None:
+        super().__init__(f"{where}: {what}")
+        self.where, self.what = where, what
+
+
+def problem(label: str, exc: Exception) -> Problem:
+    """An input that could not be read, split into where (a path, maybe with its line and
+    column) and what went wrong: a path is not a credential, the message may quote one."""
+    if isinstance(exc, Unreadable):
+        return Problem(exc.where, exc.what)
+    text = str(exc)
+    if label and text.startswith(label):
+        rest = text[len(label):]
+        place = regex.match(r"^(?::\d+)*(?: \(document \d+\))?", rest)
+        cut = place.end() if place else 0
+        if rest[cut:cut + 2] == ": ":
+            return Problem(label + rest[:cut], rest[cut + 2:])
+    return Problem("", text)
+
+
 # --- reading ---------------------------------------------------------------------
 
 
-def _texts(item: Input, recursive: bool, stdin: Any) -> Iterable[tuple[str, str, bool]]:
-    """(label, text, marks are of the file itself) for each file an input names."""
+Reader = Callable[[], str]
+
+
+def _texts(item: Input, recursive: bool, stdin: Any) -> Iterable[tuple[str, Reader, bool]]:
+    """(label, how to read its text, marks are of the file itself) for each file an input
+    names; a file that cannot be read raises when it is read, the others still are."""
     if item.kustomize:
-        yield f"{item.path} (kubectl kustomize)", _kustomize(item.path), False
+        refuse_remote(item.path)
+        yield f"{item.path} (kubectl kustomize)", lambda: _kustomize(item.path), False
         return
     if item.path == "-":
-        stream = stdin if stdin is not None else sys.stdin.buffer
-        data = stream.read(_MAX_MEMBER_BYTES + 1)
-        if isinstance(data, str):
-            data = data.encode("utf-8")
-        if len(data) > _MAX_MEMBER_BYTES:
-            raise InputError(f"stdin: larger than {_MAX_MEMBER_BYTES // 2**20} MiB")
-        yield "<stdin>", _decode("<stdin>", data), True
+        yield STDIN_LABEL, lambda: _stdin(stdin), True
         return
     path = Path(item.path)
     try:
@@ -144,12 +191,24 @@ def _texts(item: Input, recursive: bool, stdin: Any) -> Iterable[tuple[str, str,
     except OSError:
         raise InputError(f"{path}: no such file or directory") from None
     if stat.S_ISDIR(info.st_mode):
-        for file in _directory(path, recursive):
-            yield str(file), _read(file), True
+        for file, unreadable in _directory(path, recursive):
+            # A folder that cannot be listed is named; the rest is still read.
+            yield str(file), functools.partial(_raise, unreadable) if unreadable else \
+                functools.partial(_read, file), True
     elif stat.S_ISREG(info.st_mode):
-        yield str(path), _read(path), True
+        yield str(path), functools.partial(_read, path), True
     else:
         raise InputError(f"{path}: not a regular file or directory (a FIFO or a device?)")
+
+
+def _stdin(stdin: Any) -> str:
+    stream = stdin if stdin is not None else sys.stdin.buffer
+    data = stream.read(_MAX_MEMBER_BYTES + 1)
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    if len(data) > _MAX_MEMBER_BYTES:
+        raise InputError(f"{STDIN_LABEL}: larger than {_MAX_MEMBER_BYTES // 2**20} MiB")
+    return _decode(STDIN_LABEL, data)
 
 
 ORIGIN_ANNOTATION = "config.kubernetes.io/origin"
@@ -185,10 +244,16 @@ def _origins(directory: str, objects: list[ManifestObject], out: Manifests,
             obj.origin = pick[0]
 
 
-def _directory(root: Path, recursive: bool) -> list[Path]:
-    """The manifest files of a directory in name order, as kubectl -f DIR [-R] takes them.
-    Linked directories are not followed (no loops); linked files are read."""
+def _raise(exc: InputError) -> str:
+    raise exc
+
+
+def _directory(root: Path, recursive: bool) -> list[tuple[Path, InputError | None]]:
+    """The manifest files of a directory in name order, as kubectl -f DIR [-R] takes them,
+    and a problem for each folder that could not be listed. Linked directories are not
+    followed (no loops); linked files are read."""
     found: list[Path] = []
+    problems: list[tuple[Path, InputError | None]] = []
     stack: list[tuple[Path, int]] = [(root, 0)]
     seen = 0
     while stack:
@@ -196,17 +261,26 @@ def _directory(root: Path, recursive: bool) -> list[Path]:
         try:
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError as exc:
-            raise InputError(f"{folder}: cannot list: {exc.strerror or exc}") from None
+            problems.append((folder, InputError(f"{folder}: cannot list: "
+                                                f"{exc.strerror or exc}")))
+            continue
         for entry in entries:
             seen += 1
             if seen > _MAX_ENTRIES:
                 raise InputError(f"{root}: more than {_MAX_ENTRIES:,} entries")
-            if entry.is_dir(follow_symlinks=False):
-                if recursive and depth < _MAX_DEPTH * 4:
-                    stack.append((Path(entry.path), depth + 1))
-            elif entry.name.endswith(EXTENSIONS) and entry.is_file():
-                found.append(Path(entry.path))
-    return sorted(found)
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if recursive and depth < _MAX_DEPTH * 4:
+                        stack.append((Path(entry.path), depth + 1))
+                elif entry.name.endswith(EXTENSIONS) and entry.is_file():
+                    found.append(Path(entry.path))
+                elif entry.name.endswith(EXTENSIONS) and entry.is_symlink():
+                    problems.append((Path(entry.path), InputError(
+                        f"{entry.path}: cannot open: a link to nothing")))
+            except OSError as exc:
+                problems.append((Path(entry.path), InputError(
+                    f"{entry.path}: cannot read: {exc.strerror or exc}")))
+    return [*((f, None) for f in sorted(found)), *problems]
 
 
 def _read(path: Path) -> str:
@@ -232,6 +306,71 @@ def _decode(label: str, data: bytes) -> str:
                          ) from None
 
 
+# The file names kustomize reads a kustomization from, in its order.
+KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+# Fields of a kustomization that name further files or directories to read.
+_KUSTOMIZE_REFS = ("resources", "bases", "components", "patchesStrategicMerge", "crds",
+                   "configurations", "generators", "transformers", "validators")
+# kustomize fetches what is not a local path: a URL, a git or ssh address, a host path
+# (github.com/org/repo//dir?ref=v1).
+_REMOTE = regex.compile(r"(?i)^(?:[a-z][a-z0-9+.-]*://|git::|git@|ssh:|"
+                        r"(?:[a-z0-9-]+\.)+[a-z]{2,}(?::\d+)?/)")
+_MAX_KUSTOMIZATIONS = 256
+
+
+def refuse_remote(directory: str) -> None:
+    """Refuse a kustomization that names a remote base, component or chart, before kubectl
+    runs: a linter in CI must not reach the network on a manifest's say. Local bases are
+    followed, so a remote reference in one of them is found too."""
+    pending: list[Path] = [Path(directory)]
+    seen: set[Path] = set()
+    while pending and len(seen) < _MAX_KUSTOMIZATIONS:
+        folder = pending.pop()
+        try:
+            key = folder.resolve()
+        except OSError:
+            continue
+        if key in seen:
+            continue
+        seen.add(key)
+        file = next((folder / n for n in KUSTOMIZATION_FILES if (folder / n).is_file()), None)
+        if file is None:
+            continue
+        try:
+            data = yaml.load(_read(file), Loader=_LOADER)
+        except (InputError, yaml.YAMLError, RecursionError):
+            continue  # kubectl says what is wrong with it
+        if not isinstance(data, dict):
+            continue
+        refs: list[tuple[str, Any]] = []
+        for field_name in _KUSTOMIZE_REFS:
+            items = data.get(field_name)
+            refs += [(f"{field_name}[{i}]", v) for i, v in enumerate(items)] \
+                if isinstance(items, list) else []
+        for i, patch in enumerate(data.get("patches") or []):
+            if isinstance(patch, dict):
+                refs.append((f"patches[{i}].path", patch.get("path")))
+        for i, chart in enumerate(data.get("helmCharts") or []):
+            if isinstance(chart, dict) and chart.get("repo"):
+                refs.append((f"helmCharts[{i}].repo", chart.get("repo")))
+        openapi = data.get("openapi")
+        if isinstance(openapi, dict):
+            refs.append(("openapi.path", openapi.get("path")))
+        for where, ref in refs:
+            if not isinstance(ref, str):
+                continue
+            local = folder / ref
+            if _REMOTE.match(ref.strip()) and not local.exists():
+                raise Unreadable(
+                    os.path.normpath(file),
+                    f"{where} is a remote reference ({ref}): lint -k {directory} reads "
+                    "only local files and does not fetch what a manifest names (kubectl "
+                    "kustomize was not run); vendor it into the repository, or render it "
+                    "yourself and pipe it in (kubectl kustomize DIR | vllm-triage lint -f -)")
+            if where.split("[")[0] in ("resources", "bases", "components") and local.is_dir():
+                pending.append(local)
+
+
 def _kustomize(directory: str) -> str:
     """``kubectl kustomize DIR``: the real kustomize, as users run it."""
     try:
@@ -254,15 +393,35 @@ def _kustomize(directory: str) -> str:
 # --- parsing, keeping marks ------------------------------------------------------
 
 
+# A Go template action that names a value (Helm's ``{{ .Values.gpus }}``, ``{{ $name }}``,
+# ``{{ include "x" . }}``): a chart's source, not what kubectl applies. A chat template's
+# Jinja (``{{ messages }}``, ``{% if %}``) is a value and is left alone.
+_GO_TEMPLATE = regex.compile(
+    r"\{\{-?\s*(?:[.$]|(?:include|template|tpl|toYaml|toJson|default|required|printf|if|"
+    r"else|end|range|with|quote|lookup|index)\b)")
+# KServe fills these in a ServingRuntime's container from the InferenceService itself.
+_KSERVE_PLACEHOLDER = regex.compile(
+    r"\{\{-?\s*\.(?:Name|Namespace|Labels|Annotations)\b[^}]*\}\}")
+_REFUSED_KEY = ("kubectl and the API server refuse the file (Go's YAML parser allows only "
+                "a string, number or boolean as a key)")
+
+
 class _Builder:
     """Python objects from a composed YAML document, each mapping and list recorded in
-    the source map. An alias yields the same object again, as PyYAML's loader does."""
+    the source map. An alias yields the same object again, as PyYAML's loader does.
 
-    def __init__(self, loader: Any, file: str, doc: int, exact: bool,
-                 sources: SourceMap) -> None:
-        self.loader, self.file, self.exact, self.sources = loader, file, exact, sources
+    What PyYAML accepts and kubectl does not (a mapping, list or null used as a key) is
+    read anyway and said in a note: the cluster would refuse the file. Template actions
+    (``{{ .Values.gpus }}``, quoted or not) are recorded as placeholders: an unquoted one
+    is a YAML flow mapping used as a key, read back as the text it was written as."""
+
+    def __init__(self, loader: Any, file: str, doc: int, exact: bool, out: Manifests,
+                 text: str) -> None:
+        self.loader, self.file, self.exact, self.sources = loader, file, exact, out.sources
+        self.out, self.text = out, text
         self.doc = doc
         self.memo: dict[int, Any] = {}
+        self.placeholders: list[Placeholder] = []
 
     def build(self, node: yaml.Node, path: tuple[str | int, ...]) -> Any:
         known = self.memo.get(id(node))
@@ -270,6 +429,13 @@ class _Builder:
             return known
         mark = Mark(node.start_mark.line + 1, node.start_mark.column + 1)
         if isinstance(node, yaml.MappingNode):
+            action = self._template_action(node)
+            if action is not None:
+                self._refused(mark, path, f"an unquoted template action {action} is a "
+                                          "YAML mapping used as a key")
+                self.placeholders.append(Placeholder(self.file, self.doc, path, mark.line,
+                                                     action))
+                return action
             # Keys written here, not merged in with <<: a merged key may be overridden,
             # a written one twice is refused, as kubectl and kustomize refuse it.
             written = {id(k) for k, _ in node.value if k.tag != "tag:yaml.org,2002:merge"}
@@ -279,10 +445,13 @@ class _Builder:
             keys: dict[str | int, Mark] = {}
             seen: dict[Any, Mark] = {}
             for key_node, value_node in node.value:
-                key = self.build(key_node, path)
-                if isinstance(key, (dict, list)):
-                    key = str(key)
                 at = Mark(key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+                key = self.build(key_node, path)
+                if isinstance(key, (dict, list)) or key is None:
+                    what = "a mapping" if isinstance(key, dict) else \
+                        "a list" if isinstance(key, list) else "null"
+                    self._refused(at, path, f"{what} used as a key")
+                    key = str(key)
                 if id(key_node) in written:
                     if key in seen:
                         raise InputError(
@@ -306,7 +475,34 @@ class _Builder:
         value = self.loader.construct_object(node, deep=True)
         if value is not None and not isinstance(value, (str, int, float, bool)):
             value = str(node.value)  # timestamps, binary: the text as written
+        if isinstance(value, str) and "{{" in value and _GO_TEMPLATE.search(value):
+            self.placeholders.append(Placeholder(self.file, self.doc, path, mark.line, value))
         return value
+
+    def _template_action(self, node: yaml.MappingNode) -> str | None:
+        """``{{ .Values.gpus }}`` written unquoted: a flow mapping whose only key is a flow
+        mapping with one key and no values. The text as written, else None."""
+        if not node.flow_style or len(node.value) != 1:
+            return None
+        key, value = node.value[0]
+        if not (isinstance(key, yaml.MappingNode) and key.flow_style and len(key.value) == 1
+                and isinstance(value, yaml.ScalarNode) and value.value == ""):
+            return None
+        inner, empty = key.value[0]
+        if not (isinstance(inner, yaml.ScalarNode) and isinstance(empty, yaml.ScalarNode)
+                and empty.value == ""):
+            return None
+        start, end = node.start_mark.index, node.end_mark.index
+        written = self.text[start:end] if 0 <= start < end <= len(self.text) else \
+            "{{ " + str(inner.value) + " }}"
+        return " ".join(written.split())
+
+    def _refused(self, at: Mark, path: tuple[str | int, ...], what: str) -> None:
+        where = dotted(path) or "the document"
+        note = (f"{self.file}:{at.line}:{at.column}: {what} (in {where}): {_REFUSED_KEY}; "
+                "linted as PyYAML reads it")
+        if note not in self.out.snapshot.notes:
+            self.out.snapshot.notes.append(note)
 
 
 def _parse(label: str, text: str, exact: bool, out: Manifests, budget: list[int]) -> None:
@@ -318,11 +514,12 @@ def _parse(label: str, text: str, exact: bool, out: Manifests, budget: list[int]
             doc_index += 1
             if node is None:
                 continue
-            data = _Builder(loader, label, doc_index, exact, out.sources).build(node, ())
+            builder = _Builder(loader, label, doc_index, exact, out, text)
+            data = builder.build(node, ())
             budget[0] -= _count_values(data, f"{label} (document {doc_index})",
                                        max(budget[0], 0))
             mark = Mark(node.start_mark.line + 1, node.start_mark.column + 1)
-            _add(data, label, mark, out, doc_index, (), exact)
+            _add(data, label, mark, out, doc_index, (), exact, builder.placeholders)
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         at = f":{where.line + 1}:{where.column + 1}" if where is not None else ""
@@ -336,8 +533,10 @@ def _parse(label: str, text: str, exact: bool, out: Manifests, budget: list[int]
 
 
 def _add(data: Any, file: str, mark: Mark, out: Manifests, doc: int,
-         prefix: tuple[str | int, ...], exact: bool) -> None:
-    """One document: an object, or a List of them."""
+         prefix: tuple[str | int, ...], exact: bool,
+         placeholders: list[Placeholder] | None = None) -> None:
+    """One document: an object, or a List of them (with the template placeholders read
+    in it)."""
     if data is None:
         return
     if not isinstance(data, dict):
@@ -349,7 +548,7 @@ def _add(data: Any, file: str, mark: Mark, out: Manifests, doc: int,
         node = out.sources.node(data.get("items"))
         for i, item in enumerate(data.get("items") or []):
             at = node.keys.get(i, mark) if node is not None else mark
-            _add(item, file, at, out, doc, (*prefix, "items", i), exact)
+            _add(item, file, at, out, doc, (*prefix, "items", i), exact, placeholders)
         return
     if not kind or not data.get("apiVersion"):
         out.skipped.append(Skipped(file, mark.line, kind or "(document)",
@@ -367,6 +566,10 @@ def _add(data: Any, file: str, mark: Mark, out: Manifests, doc: int,
                                   "of the wrong type for the Kubernetes API were ignored: "
                                   f"{', '.join(shaped.paths)}{more}")
     out.objects.append(ManifestObject(obj, file, mark.line, mark.column, doc, prefix, exact))
+    runtime = kind in kserve.RUNTIME_KINDS
+    out.placeholders += [p for p in placeholders or () if p.path[:len(prefix)] == prefix
+                         and not (runtime and not _GO_TEMPLATE.search(
+                             _KSERVE_PLACEHOLDER.sub("", p.text)))]
 
 
 def _same_kind(new: Any, old: Any) -> bool:
@@ -605,10 +808,18 @@ def _predictor_pods(item: ManifestObject, spec: Obj, runtimes: list[Obj],
     model = predictor.get("model")
     if isinstance(model, dict):
         runtime = kserve.runtime_for(model, namespace, runtimes)
+        builtin = runtime is None
         if runtime is None:
+            # None in the manifests: KServe's own runtime for the model's format, as KServe
+            # installs it (the usual repository holds the InferenceService alone).
+            runtime = kserve.builtin_runtime_for(model)
+        if runtime is None:
+            fmt = _mapping(model.get("modelFormat")).get("name")
             out.skipped.append(Skipped(item.file, item.line, item.label,
                                        "its predictor.model names no ServingRuntime in these "
-                                       "manifests: the container it runs in is not known"))
+                                       "manifests, and KServe installs no vLLM runtime for "
+                                       f"format {fmt or '(none)'}: the container it runs in "
+                                       "is not known"))
             return []
         used.add(id(runtime))
         rspec = _mapping(runtime.get("spec"))
@@ -632,6 +843,20 @@ def _predictor_pods(item: ManifestObject, spec: Obj, runtimes: list[Obj],
         annotations.update(_mapping(rspec.get("annotations")))
         labels = {**_mapping(rspec.get("labels")), **labels}
         note = f"in {runtime.get('kind')} {meta(runtime).get('name')}"
+        image = kserve.runtime_image(container, model, runtime)
+        if image is not None:  # KServe's UpdateImageTag: runtimeVersion, or the -gpu build
+            container["image"] = image
+        if builtin:
+            note = f"in KServe's built-in {runtime.get('kind')} {meta(runtime).get('name')}"
+            version = images.version(str(container.get("image") or ""))
+            out.snapshot.notes.append(
+                f"{item.file}:{item.line}: {item.label}: its predictor.model names no "
+                f"ServingRuntime in these manifests: linted against KServe's built-in "
+                f"{runtime.get('kind')} {meta(runtime).get('name')} as KServe "
+                f"{kserve.BUILTIN_RELEASE} installs it (its container, args and defaults; "
+                f"image {container.get('image')}"
+                + (f", vLLM {version[0]}" if version else "")
+                + "); another KServe release's runtime may differ")
     annotations.update({k: v for k, v in _mapping(meta(isvc).get("annotations")).items()})
     annotations.update(_mapping(predictor.get("annotations")))
     pod_meta: Obj = {"name": f"{name}-predictor", "labels": labels, "annotations": annotations}

@@ -16,12 +16,15 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from triage.kube.workload import containers as workload_containers
 from triage.lint.sourcemap import (
     RUNTIME_KINDS,
     ManifestObject,
     Manifests,
+    Placeholder,
     Resolved,
     Skipped,
+    Workload,
     dotted,
 )
 from triage.results import Finding, Location, Severity, map_strings
@@ -29,6 +32,7 @@ from triage.rules.evaluate import PodDiagnosis, Truth
 from triage.rules.language import Pattern
 from triage.safety.redact import redact_text
 from triage.safety.sanitize import sanitize
+from triage.vllm import selection
 
 SCHEMA = "vllm-triage/lint/v1"
 FAIL_ON = ("critical", "warning", "info", "never")
@@ -73,6 +77,9 @@ class PatternUse:
     # (workload, why): the vLLM workloads on which the pattern could not be decided,
     # each with its own reason, when they are not all alike.
     undecided: tuple[tuple[str, str], ...] = ()
+    # For a pattern that ran on the spec: what of it only a running pod shows, and why
+    # (its log signs, its status), "" when the spec decides all of it.
+    needs_running_pod: str = ""
 
 
 @dataclass(frozen=True)
@@ -121,9 +128,13 @@ class LintReport:
             "skipped": [{"file": s.file, "line": s.line, "object": s.object,
                          "reason": s.reason} for s in self.skipped],
         }
+        if self.warnings:  # what lint assumed (KServe's built-in runtime) or noted
+            doc["warnings"] = list(self.warnings)
         if explain:
             doc["explain"] = {
                 "applied": [{"id": p.id, "findings": p.findings,
+                             **({"needs_running_pod": p.needs_running_pod}
+                                if p.needs_running_pod else {}),
                              **({"undecided": [{"object": o, "reason": r}
                                                for o, r in p.undecided]} if p.undecided
                                 else {})}
@@ -140,8 +151,13 @@ class LintReport:
 
 
 def build(manifests: Manifests, diagnoses: list[PodDiagnosis], patterns: tuple[Pattern, ...],
-          ignore: set[str], warnings: list[str], tool_version: str) -> LintReport:
+          ignore: set[str], warnings: list[str], tool_version: str,
+          spec_decided: dict[tuple[int, str], str] | None = None) -> LintReport:
+    """The lint report. ``spec_decided`` says, per (pod, pattern) that ended unknown, what
+    of it the spec alone decided false (it ran on the manifest and found nothing), and
+    what needs a running pod."""
     by_pod = {id(w.pod): w for w in manifests.workloads}
+    placeholders = _placeholders_by_doc(manifests)
     findings: list[LintFinding] = []
     suppressed: list[Suppressed] = []
     seen: set[tuple[str, str, str, int, int, str]] = set()
@@ -149,29 +165,40 @@ def build(manifests: Manifests, diagnoses: list[PodDiagnosis], patterns: tuple[P
     linted = 0
     decisions: list[tuple[str, str, str]] = []
     labelled: list[tuple[str, PodDiagnosis]] = []
+    # (workload label, pattern id) -> why a finding there was not decided.
+    withheld: dict[tuple[str, str], str] = {}
     for diag in diagnoses:
         workload = by_pod.get(id(diag.pod))
         if workload is None:
             continue
         if not diag.contexts:
             src = workload.source
-            skipped.append(Skipped(src.file, src.line, src.label,
-                                   "no vLLM container (image, command or args name no vLLM)"))
+            reasons = [selection.why_not_vllm(c) for c in workload_containers(workload.pod)]
+            note = workload.note
+            template = "" if not note else f" {note}" if note.startswith("in ") \
+                else f" in its {note}"
+            skipped.append(Skipped(src.file, src.line, src.label, f"no vLLM container{template}: "
+                                   + ("; ".join(reasons) if reasons
+                                      else "the pod has no containers")))
             continue
         linted += 1
-        labelled.append((_workload_label(workload), diag))
-        decisions += [(workload.source.label, pid, truth.value)
-                      for pid, truth in sorted(diag.states.items())]
+        label = _workload_label(workload)
+        labelled.append((label, diag))
         for f in diag.findings:
-            where, holder = _place(manifests, f, workload.source)
+            where, holder = _place(manifests, f, workload.source, by_pod)
             where = _in_origin(manifests, where, holder)
             path = dotted(where.path[len(holder.prefix):]) if where is not None else ""
+            message = _message(f)
+            unrendered = _on_placeholder(placeholders, where, holder, message)
+            if unrendered is not None:
+                withheld.setdefault((label, f.id), unrendered)
+                continue
             item = LintFinding(
                 id=f.id, severity=f.severity,
                 file=where.file if where is not None else holder.file,
                 line=where.line if where is not None else holder.line,
                 column=where.column if where is not None else holder.column,
-                object=holder.label, path=path, message=_message(f), fix=_fix(f),
+                object=holder.label, path=path, message=message, fix=_fix(f),
                 title=f.title, step=f.step, workload=workload.source.label,
                 exact=where.exact if where is not None else holder.exact)
             key = (item.id, item.workload, item.file, item.line, item.column, item.path)
@@ -183,33 +210,108 @@ def build(manifests: Manifests, diagnoses: list[PodDiagnosis], patterns: tuple[P
                 suppressed.append(Suppressed(f.id, holder.label, item.file, item.line, by))
                 continue
             findings.append(item)
+        decisions += [(workload.source.label, pid,
+                       "unknown" if (label, pid) in withheld else truth.value)
+                      for pid, truth in sorted(diag.states.items())]
     findings.sort(key=lambda f: (f.file, f.line, f.column, f.severity.rank, f.id))
     report = LintReport(
         tool_version=tool_version,
         findings=tuple(findings),
         skipped=tuple(skipped),
         suppressed=tuple(suppressed),
-        patterns=_uses(patterns, labelled, findings, suppressed, linted),
+        patterns=_uses(patterns, labelled, findings, suppressed, linted, withheld,
+                       spec_decided or {}),
         rules=(),
         workloads=linted,
         objects=len(manifests.objects),
-        problems=tuple(manifests.problems),
-        warnings=tuple(warnings),
+        warnings=tuple([*warnings, *_unrendered(manifests)]),
         decisions=tuple(decisions),
     )
     # What came from the manifests is shown in a terminal and goes into CI logs; the
-    # rules are the patterns' own words.
-    return dataclasses.replace(map_strings(report, _clean), rules=tuple(
-        Rule(p.id, p.title, p.severity, p.step, p.summary, p.remediation, p.references)
-        for p in sorted(patterns, key=lambda p: p.id)))
+    # rules are the patterns' own words. A file's name is the user's own, never a
+    # credential: it is made safe for the terminal, not masked.
+    clean = _Cleaner()
+    cleaned = map_strings(report, clean)
+    return dataclasses.replace(
+        cleaned,
+        findings=tuple(dataclasses.replace(c, file=sanitize(o.file))
+                       for c, o in zip(cleaned.findings, report.findings, strict=True)),
+        skipped=tuple(dataclasses.replace(c, file=sanitize(o.file))
+                      for c, o in zip(cleaned.skipped, report.skipped, strict=True)),
+        suppressed=tuple(dataclasses.replace(c, file=sanitize(o.file))
+                         for c, o in zip(cleaned.suppressed, report.suppressed, strict=True)),
+        problems=tuple(f"{sanitize(p.where)}: {clean(p.what)}" if p.where else clean(p.what)
+                       for p in manifests.problems),
+        rules=tuple(Rule(p.id, p.title, p.severity, p.step, p.summary, p.remediation,
+                         p.references) for p in sorted(patterns, key=lambda p: p.id)))
 
 
-def _clean(text: str) -> str:
-    return redact_text(sanitize(text))
+class _Cleaner:
+    """Terminal-safe and redacted, each distinct text once (thousands of workloads repeat
+    the same evidence)."""
+
+    def __init__(self) -> None:
+        self.done: dict[str, str] = {}
+
+    def __call__(self, text: str) -> str:
+        found = self.done.get(text)
+        if found is None:
+            found = self.done[text] = redact_text(sanitize(text))
+        return found
 
 
-def _place(manifests: Manifests, f: Finding, source: ManifestObject
-           ) -> tuple[Resolved | None, ManifestObject]:
+# --- template placeholders: what rests on them is not decided ------------------------
+
+_Placeholders = dict[tuple[str, int], list[Placeholder]]
+
+
+def _placeholders_by_doc(manifests: Manifests) -> _Placeholders:
+    out: _Placeholders = {}
+    for p in manifests.placeholders:
+        out.setdefault((p.file, p.doc), []).append(p)
+    return out
+
+
+def _on_placeholder(placeholders: _Placeholders, where: Resolved | None,
+                    holder: ManifestObject, message: str) -> str | None:
+    """Why a finding is not decided: the field it is about holds a template placeholder
+    (or lies inside one that stands for a whole block), or its evidence quotes one. None
+    when it rests on written values only."""
+    if not placeholders:
+        return None
+    candidates = placeholders.get((holder.file, holder.doc), [])
+    if where is not None:
+        candidates = candidates + [p for p in placeholders.get((where.file, where.doc), [])
+                                   if p not in candidates]
+    for p in candidates:
+        on_path = where is not None and (where.file, where.doc) == (p.file, p.doc) and (
+            where.path[:len(p.path)] == p.path or p.path[:len(where.path)] == where.path)
+        if on_path or p.text in message:
+            return (f"{dotted(p.path)} is the template placeholder {p.text} ({p.file}:"
+                    f"{p.line}): render the chart first")
+    return None
+
+
+def _unrendered(manifests: Manifests) -> list[str]:
+    """One note per object that is a template's source rather than a manifest."""
+    notes: list[str] = []
+    for (file, doc), found in _placeholders_by_doc(manifests).items():
+        for obj in [o for o in manifests.objects if (o.file, o.doc) == (file, doc)]:
+            mine = [p for p in found if p.path[:len(obj.prefix)] == obj.prefix]
+            if not mine:
+                continue
+            first = mine[0]
+            more = f" and {len(mine) - 1} more" if len(mine) > 1 else ""
+            notes.append(
+                f"{file}:{obj.line}: {obj.label} is a template's source, not a manifest: "
+                f"{first.text} at {dotted(first.path[len(obj.prefix):])}{more}; what rests "
+                "on a placeholder is not decided. Render the chart first: helm template "
+                "RELEASE CHART -f values.yaml | vllm-triage lint -f -")
+    return notes
+
+
+def _place(manifests: Manifests, f: Finding, source: ManifestObject,
+           by_pod: dict[int, Workload]) -> tuple[Resolved | None, ManifestObject]:
     """The field the finding is about, and the object it is in: the first field of the
     rule that is written in the manifest, else the deepest part of one that is not (a
     missing startupProbe: its container)."""
@@ -230,8 +332,9 @@ def _place(manifests: Manifests, f: Finding, source: ManifestObject
     # share its text with another object, but for what a KServe runtime's container
     # gave it; another object's field (an HPA's) is that one's.
     holder = manifests.object_at(best)
-    if best_loc.obj is source.obj or any(best_loc.obj is w.pod and w.source is source
-                                         for w in manifests.workloads):
+    made = by_pod.get(id(best_loc.obj))
+    if best_loc.obj is source.obj or (made is not None and made.pod is best_loc.obj
+                                      and made.source is source):
         if holder is not None and holder.kind in RUNTIME_KINDS:
             return best, holder
         return best, source
@@ -307,24 +410,36 @@ def _workload_label(workload: Any) -> str:
 
 
 def _uses(patterns: tuple[Pattern, ...], labelled: list[tuple[str, PodDiagnosis]],
-          findings: list[LintFinding], suppressed: list[Suppressed],
-          linted: int) -> tuple[PatternUse, ...]:
+          findings: list[LintFinding], suppressed: list[Suppressed], linted: int,
+          withheld: dict[tuple[str, str], str],
+          spec_decided: dict[tuple[int, str], str]) -> tuple[PatternUse, ...]:
+    """What each pattern did: it ran on the spec (found something or nothing, and what of
+    it only a running pod can show), or it needs what a manifest does not have."""
     out: list[PatternUse] = []
     for p in sorted(patterns, key=lambda p: (p.step, p.id)):
-        states = [d.states.get(p.id) for _, d in labelled]
         count = sum(1 for f in findings if f.id == p.id)
         hidden = sum(1 for s in suppressed if s.id == p.id)
-        why_not = [(label, next((u.reason for u in d.unevaluated if u.pattern == p.id),
-                                "not evaluated"))
-                   for label, d in labelled if d.states.get(p.id) not in (Truth.TRUE,
-                                                                         Truth.FALSE)]
+        decided, runtime, why_not = 0, [], []
+        for label, d in labelled:
+            state = d.states.get(p.id)
+            if (label, p.id) in withheld:
+                why_not.append((label, withheld[(label, p.id)]))
+            elif state in (Truth.TRUE, Truth.FALSE):
+                decided += 1
+            elif (id(d.pod), p.id) in spec_decided:
+                decided += 1
+                runtime.append(spec_decided[(id(d.pod), p.id)])
+            else:
+                why_not.append((label, next((u.reason for u in d.unevaluated
+                                             if u.pattern == p.id), "not evaluated")))
         if not linted:
             out.append(PatternUse(p.id, False, 0, "no vLLM workload in the manifests"))
-        elif Truth.TRUE in states or Truth.FALSE in states:
+        elif decided:
             why = f"{count} finding(s)" if count else "nothing found"
             if hidden:
                 why += f", {hidden} suppressed"
-            out.append(PatternUse(p.id, True, count, why, tuple(why_not)))
+            out.append(PatternUse(p.id, True, count, why, tuple(why_not),
+                                  runtime[0] if runtime else ""))
         else:
             reason = why_not[0][1] if why_not else "not evaluated"
             differ = len({r for _, r in why_not}) > 1

@@ -110,6 +110,15 @@ def document(report: LintReport) -> dict[str, Any]:
                 "text": "The directory vllm-triage lint was run from"}}},
             "columnKind": "unicodeCodePoints",
             "results": results,
+            # What lint assumed or could not read (KServe's built-in runtime a lone
+            # InferenceService was linted against, an unreadable file), as notes.
+            **({"invocations": [{
+                "executionSuccessful": not report.problems,
+                "toolExecutionNotifications": [
+                    {"level": "error", "message": {"text": text}} for text in report.problems
+                ] + [{"level": "note", "message": {"text": text}}
+                     for text in report.warnings],
+            }]} if report.warnings or report.problems else {}),
         }],
     }
 

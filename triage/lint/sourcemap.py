@@ -230,6 +230,30 @@ class Skipped:
     reason: str
 
 
+@dataclass(frozen=True)
+class Problem:
+    """An input that could not be read: where (a path, maybe with a line and column) and
+    what went wrong. Only ``what`` may quote a manifest; a path is the user's own."""
+
+    where: str
+    what: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.what}" if self.where else self.what
+
+
+@dataclass(frozen=True)
+class Placeholder:
+    """A value of a manifest that is a template's placeholder (``{{ .Values.gpus }}``), not
+    a value: where it is written and its text."""
+
+    file: str
+    doc: int
+    path: tuple[PathPart, ...]  # from the document's root
+    line: int
+    text: str
+
+
 @dataclass
 class Manifests:
     """What the manifest collector read: a static snapshot, the workloads, the map."""
@@ -240,17 +264,36 @@ class Manifests:
     workloads: list[Workload] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     # Inputs that could not be read (a missing file, a YAML error): reported, exit 2.
-    problems: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    # Values that are a template's placeholders: nothing that rests on them is decided.
+    placeholders: list[Placeholder] = field(default_factory=list)
+
+    # Lookups built once the objects are all read (a report asks them per finding).
+    _by_doc: dict[tuple[str, int], list[ManifestObject]] = field(
+        default_factory=dict, repr=False, compare=False)
+    _by_obj: dict[int, ManifestObject] = field(default_factory=dict, repr=False, compare=False)
+    _indexed: int = field(default=-1, repr=False, compare=False)
+
+    def _index(self) -> None:
+        if self._indexed == len(self.objects):
+            return
+        self._by_doc, self._by_obj = {}, {}
+        for o in self.objects:
+            self._by_doc.setdefault((o.file, o.doc), []).append(o)
+            self._by_obj[id(o.obj)] = o
+        self._indexed = len(self.objects)
 
     def source_of(self, obj: Obj) -> ManifestObject | None:
-        return next((o for o in self.objects if o.obj is obj), None)
+        self._index()
+        found = self._by_obj.get(id(obj))
+        return found if found is not None and found.obj is obj else None
 
     def object_at(self, where: Resolved) -> ManifestObject | None:
         """The object a resolved field is in."""
+        self._index()
         best: ManifestObject | None = None
-        for o in self.objects:
-            if (o.file == where.file and o.doc == where.doc
-                    and where.path[:len(o.prefix)] == o.prefix
-                    and (best is None or len(o.prefix) > len(best.prefix))):
+        for o in self._by_doc.get((where.file, where.doc), ()):
+            if where.path[:len(o.prefix)] == o.prefix \
+                    and (best is None or len(o.prefix) > len(best.prefix)):
                 best = o
         return best

@@ -65,11 +65,14 @@ def _explain(report: LintReport) -> list[str]:
             if p.applied is not applied:
                 continue
             lines.append(f"  {p.id:28} {p.reason}")
+            if p.needs_running_pod:  # it ran on the spec; its other signs need a pod
+                lines.append(f"  {'':28}   not decided without a running pod: "
+                             f"{p.needs_running_pod}")
             # Per workload, where the pattern went undecided on some of them.
             lines += [f"  {'':28}   undecided on {label}: {why}" for label, why in p.undecided]
         return lines or ["  none"]
 
-    out = ["", "Patterns that applied to the manifests:", *rows(True)]
+    out = ["", "Patterns that ran on the manifests:", *rows(True)]
     out += ["", "Patterns a manifest cannot decide (they need a running pod):", *rows(False)]
     out += ["", "Suppressed:"]
     out += [f"  {s.file}:{s.line}: {s.id} on {s.object} (by {s.by})"

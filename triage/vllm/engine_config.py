@@ -19,7 +19,7 @@ from typing import Any
 import regex
 import yaml
 
-from triage.kube.workload import command_line
+from triage.kube.env import container_env
 from triage.snapshot import Obj, Snapshot, meta
 from triage.speed import lazyregex
 
@@ -62,7 +62,8 @@ class EngineConfig:
 
     model: str | None = None
     flags: dict[str, str] = field(default_factory=dict)
-    sources: dict[str, str] = field(default_factory=dict)  # flag -> "args" | "config <file>"
+    # flag -> "args" | "command" | "config <file>": where it is written
+    sources: dict[str, str] = field(default_factory=dict)
     config_file: str | None = None
     notes: list[str] = field(default_factory=list)
     # Why a --config file named on the command line could not be read: then
@@ -123,62 +124,66 @@ def _expand(token: str, env: dict[str, str]) -> str:
     return expanded
 
 
-def _tokens(container: Obj) -> list[str]:
-    env = {
-        str(e.get("name")): str(e.get("value"))
-        for e in container.get("env") or []
-        if isinstance(e, dict) and "value" in e
-    }
-    words = [_expand(w, env) for w in command_line(container)]
-    # sh -c "vllm serve ..." wrappers: split the script the way the shell would.
-    out: list[str] = []
-    for w in words:
-        if " " in w and ("vllm" in w or "--" in w):
-            try:
-                out.extend(shlex.split(w, comments=False))
-                continue
-            except ValueError:
-                pass
-        out.append(w)
+def _tokens(container: Obj, env: dict[str, str]) -> list[tuple[str, str]]:
+    """The command line's words, each with the field it is written in (command or args),
+    ``$(VAR)`` expanded as the kubelet does and ``sh -c`` scripts split as the shell does."""
+    out: list[tuple[str, str]] = []
+    for part in ("command", "args"):
+        for raw in container.get(part) or []:
+            w = _expand(str(raw), env)
+            if " " in w and ("vllm" in w or "--" in w):
+                try:
+                    out.extend((word, part) for word in shlex.split(w, comments=False))
+                    continue
+                except ValueError:
+                    pass
+            out.append((w, part))
     return out
 
 
 def parse(container: Obj, snapshot: Snapshot | None = None, pod: Obj | None = None) -> EngineConfig:
     cfg = EngineConfig()
-    tokens = _tokens(container)
-    positional: list[str] = []
+    if snapshot is not None and pod is not None:
+        env = container_env(snapshot, pod, container).values()
+    else:
+        env = {str(e.get("name")): str(e.get("value")) for e in container.get("env") or []
+               if isinstance(e, dict) and "value" in e}
+    tokens = _tokens(container, env)
+    positional: list[tuple[str, str]] = []
     i = 0
     while i < len(tokens):
-        tok = tokens[i]
+        tok, part = tokens[i]
         if tok.startswith("--") and len(tok) > 2:
             name, eq, value = tok[2:].partition("=")
             name = _ALIASES.get(name.replace("_", "-"), name.replace("_", "-"))
             if not eq:
-                nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+                nxt = tokens[i + 1][0] if i + 1 < len(tokens) else None
                 if name in _BOOLEAN_FLAGS or nxt is None or nxt.startswith("--"):
                     value = "true"
                 else:
                     value = nxt
                     i += 1
             cfg.flags[name] = value
-            cfg.sources[name] = "args"
+            cfg.sources[name] = part
         elif tok.startswith("-") and len(tok) == 2 and i + 1 < len(tokens):
             # short forms: -tp 2 is "--tensor-parallel-size" in recent vLLM
             i += 1
         else:
-            positional.append(tok)
+            positional.append((tok, part))
         i += 1
     if "tp" in cfg.flags and "tensor-parallel-size" not in cfg.flags:
         cfg.flags["tensor-parallel-size"] = cfg.flags.pop("tp")
+        cfg.sources["tensor-parallel-size"] = cfg.sources.pop("tp", "args")
     # `vllm serve MODEL`: the first positional after "serve" is the model.
-    if "serve" in positional:
-        rest = positional[positional.index("serve") + 1 :]
+    words = [w for w, _ in positional]
+    if "serve" in words:
+        rest = positional[words.index("serve") + 1 :]
         if rest:
-            cfg.model = rest[0]
+            cfg.model, cfg.sources["model"] = rest[0]
     elif positional and _image_entrypoint_serves(container):
         # The vllm/vllm-openai image's own ENTRYPOINT is `vllm serve`: with no
         # command, args ["Qwen/Qwen3-8B", "--port", "8000"] serve that model.
-        cfg.model = positional[0]
+        cfg.model, cfg.sources["model"] = positional[0]
     if cfg.flags.get("model"):
         cfg.model = cfg.flags["model"]
     if "config" in cfg.flags and snapshot is not None and pod is not None:

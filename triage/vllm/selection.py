@@ -4,15 +4,16 @@ Every collector (live cluster, bundle, fixture directory) and the classifier
 ask this module, so a pod is either in the report everywhere or nowhere.
 
 A container is a vLLM server when its image, command or args name vLLM
-(``vllm/vllm-openai``, ``vllm serve``, ``vllm.entrypoints.openai.api_server``,
+(``vllm/vllm-openai``, ``rocm/vllm``, a Neuron build ``...-vllm0.5.0-neuron``,
+``vllm serve``, ``vllm.entrypoints.openai.api_server``,
 KServe's Hugging Face runtime unless told to use another backend), or when
 its args carry vLLM's own engine flags (a company build or a fork of
 ``vllm/vllm-openai`` whose entrypoint is ``vllm serve`` and whose args are
 only ``--model ... --gpu-memory-utilization 0.9``). A pod is a vLLM server
 when its labels say so (``app.kubernetes.io/name: vllm``; the release or group
-labels ``app.kubernetes.io/instance``, ``part-of`` and ``app`` only with a GPU
-request, since a Helm release named vllm labels its redis too; KServe's
-LLMInferenceService workload, llm-d's roles, the production-stack's engine,
+labels ``app.kubernetes.io/instance``, ``part-of`` and ``app`` only with a request
+for an accelerator (GPU, TPU, Neuron), since a Helm release named vllm labels its
+redis too; KServe's LLMInferenceService workload, llm-d's roles, the production-stack's engine,
 a LeaderWorkerSet named for vLLM), or when the first lines of a container's
 log are vLLM's own (``is_vllm_log_head``; the collector reads them, see
 ``worth_reading_head``). With a user's label selector (``-l``), every pod it
@@ -30,19 +31,18 @@ from collections.abc import Collection, Iterable
 import regex
 
 from triage.kube.workload import (
+    accelerator_request,
     command_line,
     container_status,
     containers,
-    gpu_request,
     init_containers,
     init_failed,
     is_sidecar,
 )
 from triage.snapshot import Obj, meta
 from triage.speed import lazyregex
-from triage.vllm import wordings
+from triage.vllm import images, wordings
 
-_VLLM_IMAGE = lazyregex.compile(r"(?i)(^|/)vllm[-_/]|vllm-openai|(^|/)vllm(:|@|$)")
 _VLLM_COMMAND = lazyregex.compile(
     r"(?i)(^|[\s/])vllm\s+serve\b|vllm\.entrypoints\.openai\.api_server|"
     r"vllm\.entrypoints\.api_server|(^|\s)vllm$|huggingfaceserver.*--backend[= ]vllm"
@@ -152,15 +152,36 @@ def view(pod: object) -> object:
 
 def is_vllm_container(container: Obj) -> bool:
     image = str(container.get("image") or "")
-    if _VLLM_IMAGE.search(image) and not _NOT_A_SERVER.search(image.rsplit("/", 1)[-1]):
-        return True
     line = command_line(container)
     joined = " ".join(line)
     if _KSERVE_HF_IMAGE.search(image):
         return not _KSERVE_NOT_VLLM.search(joined)
+    # vLLM anywhere in the image's name or tag: vllm/vllm-openai, rocm/vllm, vllm/vllm-tpu,
+    # a Neuron build named ...-vllm0.5.0-neuron (triage.vllm.images).
+    if images.carries_vllm(image) and not _NOT_A_SERVER.search(image.rsplit("/", 1)[-1]):
+        return True
     if _VLLM_COMMAND.search(joined):
         return True
     return bool(vllm_flags(line)) and not _NOT_A_SERVER.search(image.rsplit("/", 1)[-1])
+
+
+def why_not_vllm(container: Obj) -> str:
+    """Why ``is_vllm_container`` says no, in the container's own terms: its image names
+    vLLM but serves no model (a router, a gateway), KServe's Hugging Face server told to
+    use another backend, or neither its image nor its command and args name vLLM."""
+    image = str(container.get("image") or "")
+    name = str(container.get("name") or "?")
+    joined = " ".join(command_line(container))
+    if _KSERVE_HF_IMAGE.search(image) and _KSERVE_NOT_VLLM.search(joined):
+        return f"container {name} runs KServe's Hugging Face server with a backend other " \
+               "than vLLM (--backend)"
+    last = image.rsplit("/", 1)[-1]
+    if (images.carries_vllm(image) or vllm_flags(command_line(container))) \
+            and _NOT_A_SERVER.search(last):
+        return f"container {name} image {image} names vLLM but is what sits in front of " \
+               "or beside a server (a router, gateway, proxy or exporter), not a server"
+    return f"container {name}: neither image {image or '(none)'} nor its command and " \
+           "args name vLLM or vLLM's engine flags"
 
 
 def vllm_flags(line: Iterable[str]) -> list[str]:
@@ -180,12 +201,12 @@ def labels_name_vllm(pod: Obj) -> str | None:
     labels = meta(pod).get("labels")
     if not isinstance(labels, dict):
         return None
-    gpu = any(gpu_request(c) for c in containers(pod))
+    gpu = any(_devices(c) for c in containers(pod))
     for key in _NAMING_LABELS + (_GROUP_LABELS if gpu else ()):
         value = str(labels.get(key) or "")  # "" for most pods: no search
         if value and _NAMES_VLLM.search(value) and not _NOT_A_SERVER_LABEL.search(value):
             return f"{key}={value}" + ("" if key in _NAMING_LABELS else
-                                       " (and the pod asks for a GPU)")
+                                       " (and the pod asks for an accelerator)")
     for key, rx in _SERVER_LABELS:
         value = str(labels.get(key) or "")
         if value and rx.search(value):
@@ -201,13 +222,19 @@ def is_vllm_log_head(text: str) -> bool:
     return _VLLM_PROCESS.search(head) is not None or _VLLM_HEAD.search(head) is not None
 
 
+def _devices(container: Obj) -> int:
+    """Accelerator devices the container asks for: GPUs, TPU chips, Neuron devices (a
+    vLLM server on TPU or Neuron is recognised as one on GPUs is)."""
+    return accelerator_request(container)[0]
+
+
 def server_containers(pod: Obj) -> list[Obj]:
     """The containers of a pod that may serve a model: not a known sidecar; those that
-    ask for a GPU first, when any does."""
+    ask for a GPU (or another accelerator) first, when any does."""
     serving = [c for c in containers(pod)
                if not _SIDECAR.search(str(c.get("name") or ""))
                and not _SIDECAR.search(str(c.get("image") or "").rsplit("/", 1)[-1])]
-    with_gpu = [c for c in serving if gpu_request(c)]
+    with_gpu = [c for c in serving if _devices(c)]
     return with_gpu or serving[:1]
 
 
@@ -264,10 +291,11 @@ def _failing(pod: Obj) -> list[str]:
 
 def worth_reading_head(pod: Obj) -> list[str]:
     """The containers of a pod not selected whose log's first lines are worth reading to
-    recognise vLLM: the pod asks for a GPU or something in it is failing."""
+    recognise vLLM: the pod asks for a GPU (or another accelerator) or something in it is
+    failing."""
     if not isinstance(pod, dict):
         return []
-    gpu = any(gpu_request(c) for c in containers(pod))
+    gpu = any(_devices(c) for c in containers(pod))
     if not gpu and not _failing(pod):
         return []
     return [str(c.get("name")) for c in server_containers(pod) or containers(pod)]

@@ -545,7 +545,9 @@ class LiveCollector:
 
     def _configmap_jobs(self, snap: Snapshot,
                         pods: list[Obj]) -> list[Callable[[], None]]:
-        """Only ConfigMaps a vLLM container mounts (a --config file may live there)."""
+        """Only ConfigMaps a vLLM pod mounts (a --config file may live there) or sets its
+        containers' environment from (envFrom, valueFrom.configMapKeyRef: HF_HOME may be
+        set there)."""
         wanted: set[tuple[str, str]] = set()
         for pod in pods:
             ns = str(meta(pod).get("namespace"))
@@ -553,6 +555,15 @@ class LiveCollector:
                 name = (vol.get("configMap") or {}).get("name")
                 if name:
                     wanted.add((ns, str(name)))
+            for c in workload.containers(pod) + workload.init_containers(pod):
+                for source in c.get("envFrom") or []:
+                    name = ((source or {}).get("configMapRef") or {}).get("name")
+                    if name:
+                        wanted.add((ns, str(name)))
+                for entry in c.get("env") or []:
+                    ref = ((entry or {}).get("valueFrom") or {}).get("configMapKeyRef") or {}
+                    if ref.get("name"):
+                        wanted.add((ns, str(ref["name"])))
         snap.objects.setdefault("configmaps", [])
 
         def read(ns: str, name: str) -> Callable[[], None]:
