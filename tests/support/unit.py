@@ -28,13 +28,16 @@ def context(**kw: Any) -> ContainerContext:
 
     ``telemetry``: what Prometheus measured about the pod (a PodTelemetry), or
     "failed" for a Prometheus that could not be read; ``static``: the snapshot is a
-    manifest's, as lint makes it.
+    manifest's, as lint makes it; ``metrics_text``: the pod's /metrics page.
     """
     facts = kw.pop("given_facts", None)
     telemetry = kw.pop("telemetry", None)
     static = kw.pop("static", False)
+    metrics_text = kw.pop("metrics_text", None)
     ex = example(**kw)
     snap, pod, container = build(ex)
+    if metrics_text is not None:  # the pod's /metrics page, as a scan reads it
+        snap.metrics[(pod["metadata"]["namespace"], pod["metadata"]["name"])] = metrics_text
     if static:  # the pod lint builds from a manifest
         snap.static = "a manifest has no running pod"
     if telemetry == "failed":
