@@ -196,7 +196,10 @@ def target_of(ctx: ContainerContext, target: str) -> patches.Target | None:
         return None
     if target == "autoscaler":
         kind, name = _workload(ctx)
-        hpas = workload.autoscalers_for(ctx.snapshot, kind, name, ctx.namespace)
+        # An HPA a KEDA ScaledObject made is KEDA's to write: a patch of it is undone.
+        hpas = [h for h in workload.autoscalers_for(ctx.snapshot, kind, name, ctx.namespace)
+                if not any(r.get("kind") == "ScaledObject"
+                           for r in meta(h).get("ownerReferences") or [])]
         if not hpas:
             return None
         return patches.Target("HorizontalPodAutoscaler",
