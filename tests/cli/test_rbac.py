@@ -178,3 +178,23 @@ def test_a_refused_layer_leaves_its_rules_unknown_never_a_pass(tmp_path: Path) -
     assert s7["verdict"] == "unknown", s7
     assert any("could not evaluate autoscaler-blind" in e and "forbidden" in e
                for e in s7["evidence"]), s7
+
+
+def test_discovery_that_fails_leaves_the_layers_unknown_never_absent(tmp_path: Path) -> None:
+    """GET /apis answers 503: whether the cluster serves InferencePools cannot be told, so
+    they are an unread kind (named), not "none installed", and the pool's rule is unknown."""
+    root = copy_fixture(tmp_path / "fx", "inference-pool-empty")
+    incident = yaml.safe_load((root / "incident.yaml").read_text())
+    incident["faults"] = {"unavailable": ["discovery"]}
+    (root / "incident.yaml").write_text(yaml.safe_dump(incident, sort_keys=False))
+    with replay(root, tmp_path) as (server, kc):
+        report = run_cli("scan", "--kubeconfig", str(kc), "-o", "json").json()
+        requests = list(server.requests)
+    assert not any("/inferencepools" in r for r in requests)
+    unread = {u["what"] for u in report["unreadable"]}
+    assert "inferencepools (discovery: /apis)" in unread, unread
+    assert all(f["id"] != "inference-pool-empty" for p in report["pods"] for f in p["findings"])
+    s8 = step(report, 8)
+    assert s8["verdict"] == "unknown", s8
+    assert any("could not evaluate inference-pool-empty" in e and "503" in e
+               for e in s8["evidence"]), s8

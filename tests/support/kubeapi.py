@@ -11,6 +11,7 @@ Faults come from the fixture's ``incident.yaml``::
     faults:
       forbidden: [events, nodes]        # 403 on these kinds
       unavailable: [horizontalpodautoscalers]   # 503
+                                        # (``discovery`` stands for GET /apis)
       slow: {metrics: 5}                # seconds to wait before answering
       message: "..."                    # the text of the 403s above, instead of the real one
 
@@ -490,7 +491,8 @@ class Handler(BaseHTTPRequestHandler):
                                  {"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1:6443"}]})
             return
         if parts == ["apis"]:
-            self._send(200, self._group_list())
+            if not self._fault("discovery", None, parts):
+                self._send(200, self._group_list())
             return
         if parts[:2] == ["api", "v1"]:
             group, version, rest = "", "v1", parts[2:]
