@@ -48,6 +48,17 @@ def every_read_fixture(tmp_path: Path) -> Path:
     # groups), and a GPU health monitor's event about the pods' node.
     for plural, source in BESIDE.items():
         save_list(root, plural, load_list(FIXTURES / source, plural))
+    # The InferencePools' endpoint pickers: their Services, pods and logs (pods/log, granted).
+    pools = FIXTURES / BESIDE["inferencepools"]
+    for plural in ("services", "pods"):
+        ours, theirs = load_list(root, plural), load_list(pools, plural)
+        ours["items"] += [o for o in theirs["items"]
+                          if o["metadata"]["name"].startswith(PICKERS)]
+        save_list(root, plural, ours)
+    for p in (pools / "logs" / "llm").glob("*-epp-*/*.log"):
+        dest = root / "logs" / "llm" / p.parent.name / p.name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(p.read_bytes())
     events = load_list(root, "events")
     node = load_list(root, "pods")["items"][0]["spec"]["nodeName"]
     events["items"].append({
@@ -65,6 +76,8 @@ def every_read_fixture(tmp_path: Path) -> Path:
 BESIDE = {"endpointslices": "probe-fails-under-load", "scaledobjects": "autoscaler-blind-keda",
           "inferencepools": "inference-pool-empty",
           "llminferenceservices": "llmisvc-storage-initializer"}
+# The endpoint pickers of inference-pool-empty's two pools (Services and pods).
+PICKERS = ("qwen-pool-epp", "llama-pool-epp")
 # What the roles grant of the layers beside the pods: list, nothing else.
 BESIDE_GRANTS = {("discovery.k8s.io", "endpointslices", "list"),
                  ("keda.sh", "scaledobjects", "list"),
@@ -95,6 +108,10 @@ def test_cluster_role_allows_every_read(tmp_path: Path, extra: list[str]) -> Non
     assert any("/apis/inference.networking.k8s.io/v1/" in r for r in listed)
     assert any(r.startswith("GET /api/v1/events?") and "involvedObject.kind%3DNode" in r
                for r in requests), requests
+    # The pickers' pods, listed by their Service's selector, and their logs.
+    assert any("/namespaces/llm/pods?" in r and "inferencepool%3Dqwen-pool-epp" in r
+               for r in requests), requests
+    assert any("/pods/qwen-pool-epp-5c8f7d9b6d-x4k9m/log" in r for r in requests), requests
 
 
 def test_namespaced_role_refuses_only_nodes_and_their_events(tmp_path: Path) -> None:

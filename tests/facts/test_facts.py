@@ -617,24 +617,6 @@ CASES.update({
 })
 
 
-def test_every_registered_fact_has_cases() -> None:
-    assert set(CASES) == set(REGISTRY)
-
-
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_fact(name: str) -> None:
-    for keys, expected in CASES[name]:
-        fact = context(**keys).fact(name)
-        assert fact.name == name and fact.unit == REGISTRY[name].unit
-        if expected == "UNKNOWN":
-            assert not fact.known and fact.unknown, (keys, fact)
-            assert fact.value is None
-            continue
-        assert fact.known, (keys, fact.unknown)
-        assert fact.value == expected, (keys, fact)
-        assert fact.evidence.strip(), (keys, fact)
-
-
 def test_facts_hold_no_verdict() -> None:
     """A fact says what is, not whether it is good: no range, no 'outside', no advice."""
     ctx = context(container={"args": ["--gpu-memory-utilization", "0.98"]})
@@ -697,6 +679,18 @@ SLICE = {"metadata": {"name": "vllm-qwen-x7k2p", "namespace": "llm",
          "endpoints": [{"addresses": ["10.48.3.57"],
                         "conditions": {"ready": False, "serving": False, "terminating": False},
                         "targetRef": {"kind": "Pod", "name": "vllm-0", "namespace": "llm"}}]}
+PICKER_SERVICE = {"metadata": {"name": "qwen-pool-epp", "namespace": "llm"},
+                  "spec": {"selector": {"inferencepool": "qwen-pool-epp"}}}
+PICKER = {"metadata": {"name": "qwen-pool-epp-6f9c8d7b5-k2m4p", "namespace": "llm",
+                       "labels": {"inferencepool": "qwen-pool-epp"}},
+          "spec": {"containers": [{"name": "epp"}]}, "status": {"phase": "Running"}}
+WITH_PICKER = {"inferencepools": [POOL_V1], "services": [PICKER_SERVICE], "pickerpods": [PICKER]}
+# The picker's two lines for one refused request (zap's JSON encoder, as its chart sets it)
+SHED = ('{"level":"error","ts":"2026-11-28T03:11:57Z","caller":"handlers/server.go:%d",'
+        '"msg":"%s","error":"inference gateway: InferencePoolResourceExhausted - system '
+        'saturated, sheddable request dropped"}\n')
+PICKER_LOG = (SHED % (225, "Error handling request") + SHED % (336, "Failed to process request")
+              + SHED % (225, "Error handling request") + SHED % (336, "Failed to process request"))
 READY_LINE = ("2026-11-28T01:40:02.118Z (APIServer pid=1) INFO 11-28 01:40:02 "
               "[api_server.py:1880] Starting vLLM API server 0 on http://0.0.0.0:8000\n")
 STATS_BUSY = ("2026-11-28T02:30:51.220Z (APIServer pid=1) INFO 11-28 02:30:51 [loggers.py:123] "
@@ -799,8 +793,18 @@ CASES.update({
     "inference_pool_members": [
         ({}, None),
         ({"pod": POOL_POD, "objects": {"inferencepools": [POOL_V1], "pods": [OTHER]}},
-         ["vllm-0: Ready", "vllm-1: not Ready (Running (not ready); Ready=False "
-                           "ContainersNotReady)"])],
+         ["vllm-0: Ready", "vllm-1: not Ready (Running; Ready=False ContainersNotReady)"])],
+    "inference_pool_picker_errors": [
+        ({}, None),
+        ({"pod": POOL_POD, "objects": WITH_PICKER,
+          "other_logs": {(PICKER["metadata"]["name"], "epp"): PICKER_LOG}},
+         ["inference gateway: InferencePoolResourceExhausted - system saturated, sheddable "
+          "request dropped (2 times)"]),
+        # its log read, no error in it
+        ({"pod": POOL_POD, "objects": WITH_PICKER,
+          "other_logs": {(PICKER["metadata"]["name"], "epp"): "starting server\n"}}, []),
+        ({"pod": POOL_POD, "objects": WITH_PICKER}, None),  # no picker log read
+        ({"pod": POOL_POD, "objects": WITH_PICKER, "unread": ["pickerpods"]}, "UNKNOWN")],
     "service_endpoints": [
         ({}, []),
         ({"objects": {"endpointslices": [SLICE]}},
@@ -823,7 +827,7 @@ CASES.update({
          False)],
     "previous_run_served_seconds": [
         ({}, None),
-        (OOM_AFTER_HOURS, 26194.0),
+        (OOM_AFTER_HOURS, 26193.882),
         ({"status": CRASHED, "previous_log": "Loading safetensors checkpoint shards: 12%"},
          None),
         ({"status": CRASHED, "unread": ["logs"]}, "UNKNOWN")],
@@ -867,3 +871,22 @@ CASES.update({
         ({"container": {"args": ["hf://meta-llama/Llama-3.1-8B-Instruct", "/mnt/models"]}},
          14.9)],
 })
+
+
+# Last, so that every CASES.update above is parametrized.
+def test_every_registered_fact_has_cases() -> None:
+    assert set(CASES) == set(REGISTRY)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_fact(name: str) -> None:
+    for keys, expected in CASES[name]:
+        fact = context(**keys).fact(name)
+        assert fact.name == name and fact.unit == REGISTRY[name].unit
+        if expected == "UNKNOWN":
+            assert not fact.known and fact.unknown, (keys, fact)
+            assert fact.value is None
+            continue
+        assert fact.known, (keys, fact.unknown)
+        assert fact.value == expected, (keys, fact)
+        assert fact.evidence.strip(), (keys, fact)

@@ -39,12 +39,14 @@ from triage import __version__
 from triage.collect import InputError
 from triage.collect.logtail import keep_end
 from triage.collect.shape import normalize_items
+from triage.kube import workload
 from triage.logs import LogSource, decode, linetime
 from triage.safety import outfile
 from triage.safety.redact import REDACTION_VERSION, redact_object, redact_text
 from triage.snapshot import (
     ALL_KINDS,
     OPTIONAL_KINDS,
+    PICKER_PODS,
     Obj,
     PodTelemetry,
     PrometheusWindow,
@@ -392,8 +394,16 @@ def _text(value: Any) -> str | None:
 
 def _select(snap: Snapshot) -> None:
     """A fixture's pods, chosen as a live scan chooses them: by spec and labels, then by
-    the first lines of the logs of those that ask for a GPU or fail."""
+    the first lines of the logs of those that ask for a GPU or fail. The InferencePools'
+    endpoint pickers' pods among them are kept apart (``PICKER_PODS``), as a live scan
+    reads them."""
     pods = snap.pods()
+    if PICKER_PODS not in snap.objects and snap.items("inferencepools"):
+        pickers: list[Obj] = []
+        for pool in snap.items("inferencepools"):
+            pickers += [p for p in workload.picker_pods_to_read(workload.endpoint_picker_pods(
+                pool, snap.items("services"), pods)) if all(p is not q for q in pickers)]
+        snap.objects[PICKER_PODS] = pickers
     chosen = selection.select_pods(pods, snap.selector)
     if not snap.selector:
         taken = {id(p) for p in chosen}
@@ -577,6 +587,7 @@ _LIST_KINDS = {
     # Items read from inference.networking.x-k8s.io/v1alpha2 keep their own apiVersion.
     "inferencepools": ("inference.networking.k8s.io/v1", "InferencePoolList"),
     "llminferenceservices": ("serving.kserve.io/v1alpha1", "LLMInferenceServiceList"),
+    PICKER_PODS: ("v1", "PodList"),
 }
 
 

@@ -15,11 +15,20 @@ fails leaves the Service's endpoints until it passes again.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from triage.facts import Measured, PodContext, Unmeasurable, fact
 from triage.kube import workload
-from triage.snapshot import Obj, meta
+from triage.logs import LogSource, decode, linetime
+from triage.snapshot import PICKER_PODS, Obj, meta
+from triage.vllm import wordings
+
+# What of an endpoint picker's log line is searched (its JSON line with a stack trace can
+# run to kilobytes; the error comes before the trace).
+_PICKER_LINE_CHARS = 4000
+# Distinct error messages of the picker shown, the most recent ones.
+_PICKER_ERRORS_SHOWN = 3
 
 
 def _pool_selector(pool: Obj) -> Any:
@@ -150,6 +159,77 @@ def inference_pool_members(ctx: PodContext) -> Measured:
     pool, members = found
     states = [f"{meta(p).get('name')}: {_state(p)}" for p in members]
     return Measured(states, f"{_pool_label(pool)} pods: " + "; ".join(states))
+
+
+def _lines(source: LogSource) -> Iterator[str]:
+    """A log's lines, each cut to ``_PICKER_LINE_CHARS``, read block by block."""
+    rest = b""
+    for block in source.blocks():
+        parts = (rest + block).split(b"\n")
+        rest = parts.pop()[-(4 * _PICKER_LINE_CHARS):]  # a line longer than that: its end
+        for raw in parts:
+            yield decode(raw[:4 * _PICKER_LINE_CHARS])[:_PICKER_LINE_CHARS]
+    if rest:
+        yield decode(rest)[:_PICKER_LINE_CHARS]
+
+
+@fact("inference_pool_picker_errors", unit="list", scope="pod",
+      doc="the errors the endpoint picker (EPP) of the pod's InferencePool logged placing "
+          "requests ('inference gateway: ServiceUnavailable - failed to find candidate pods "
+          "for serving the request', 'InferencePoolResourceExhausted - system saturated, "
+          "sheddable request dropped'), each distinct one with how often and when last, "
+          "read from its pods' current logs; [] when it logged none, None when no picker "
+          "pod was read")
+def inference_pool_picker_errors(ctx: PodContext) -> Measured:
+    ctx.runtime("the endpoint picker's log")
+    found = _pool_of(ctx)
+    if not isinstance(found, tuple):
+        return _absent(ctx, found)
+    pool = found[0]
+    ns, service = ctx.namespace, workload.endpoint_picker_service(pool)
+    if service is None:
+        return Measured(None, f"{_pool_label(pool)} names no endpoint picker Service")
+    failed = ctx.snapshot.failure(PICKER_PODS, ns, service)
+    if failed is not None:  # its pods could not be listed
+        raise Unmeasurable(str(failed))
+    pods = workload.endpoint_picker_pods(pool, ctx.snapshot.items("services"),
+                                         ctx.snapshot.items(PICKER_PODS))
+    logs = [(str(meta(p).get("name")), str(c.get("name")), log)
+            for p in pods for c in workload.pod_spec(p).get("containers") or []
+            if (log := ctx.snapshot.log(ns, str(meta(p).get("name")), str(c.get("name")),
+                                        "current")) is not None]
+    if not logs:
+        # A picker pod whose log was refused: what it logged is unknown, not absent.
+        refused = next((f for f in ctx.snapshot.failures if f.kind == PICKER_PODS
+                        and f.subject[:2] == (ns, service)), None)
+        if refused is not None:
+            raise Unmeasurable(str(refused))
+        return Measured(None, f"no log of the endpoint picker of {_pool_label(pool)} (Service "
+                              f"{service}) was read")
+    rx, echo = wordings.regex("endpoint_picker_error"), wordings.regex("endpoint_picker_error_echo")
+    seen: dict[str, list[Any]] = {}  # message -> [count, last time, pod, order]
+    order = 0
+    for pod, container, log in logs:
+        for line in _lines(log):
+            m = rx.search(line)
+            if m is None or echo.search(line):  # each refused request once
+                continue
+            text = m.group(0).replace('\\"', '"')
+            when = linetime.kubelet_time(line)
+            entry = seen.setdefault(text, [0, None, f"{pod} ({container})", 0])
+            order += 1
+            entry[0] += 1
+            entry[1], entry[3] = (when or entry[1]), order
+    where = ", ".join(sorted({f"{pod} ({container})" for pod, container, _ in logs}))
+    if not seen:
+        return Measured([], f"endpoint picker {where} of {_pool_label(pool)}: no error "
+                            f"placing requests in its log")
+    recent = sorted(seen.items(), key=lambda kv: kv[1][3])[-_PICKER_ERRORS_SHOWN:]
+    shown = [f"{text} ({count} time{'s' if count != 1 else ''}"
+             + (f", last at {when.strftime('%Y-%m-%dT%H:%M:%SZ')}" if when else "") + ")"
+             for text, (count, when, _pod, _order) in recent]
+    return Measured(shown, f"endpoint picker {where} of {_pool_label(pool)} logged: "
+                           + "; ".join(shown))
 
 
 @fact("service_endpoints", unit="list", scope="pod",

@@ -335,6 +335,42 @@ def selector_matches(selector: Any, labels: dict[str, Any]) -> bool:
     return True
 
 
+def endpoint_picker_service(pool: Obj) -> str | None:
+    """The name of the Service of an InferencePool's endpoint picker (EPP), in the pool's
+    namespace: v1 ``spec.endpointPickerRef``, v1alpha2 ``spec.extensionRef`` (kind Service
+    unless it names another, as the CRDs default it)."""
+    spec = pool.get("spec") or {}
+    ref = spec.get("endpointPickerRef") or spec.get("extensionRef") or {}
+    if not isinstance(ref, dict) or (ref.get("kind") or "Service") != "Service" \
+            or (ref.get("group") or "") != "":
+        return None
+    return str(ref["name"]) if ref.get("name") else None
+
+
+# The endpoint picker pods of one InferencePool whose logs are read (one is active; a
+# second may stand by for leader election).
+MAX_PICKER_PODS = 2
+
+
+def picker_pods_to_read(pods: list[Obj]) -> list[Obj]:
+    """Of an endpoint picker's pods, those whose logs are read: the running ones first, at
+    most ``MAX_PICKER_PODS``."""
+    running = [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
+    return (running or pods)[:MAX_PICKER_PODS]
+
+
+def endpoint_picker_pods(pool: Obj, services: list[Obj], pods: list[Obj]) -> list[Obj]:
+    """The pods of the pool's endpoint picker: those its Service selects, in its namespace."""
+    name, namespace = endpoint_picker_service(pool), meta(pool).get("namespace") or ""
+    service = next((s for s in services if meta(s).get("name") == name
+                    and (meta(s).get("namespace") or "") == namespace), None) if name else None
+    if service is None:
+        return []
+    selector = (service.get("spec") or {}).get("selector")
+    return [p for p in pods if (meta(p).get("namespace") or "") == namespace
+            and selector_matches(selector, meta(p).get("labels") or {})]
+
+
 def pod_ready(pod: Obj) -> bool:
     """The pod's Ready condition is True (what a Service's endpoints and a gateway's pool
     count)."""

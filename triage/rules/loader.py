@@ -130,7 +130,8 @@ _EXAMPLE_KEYS = {"name", "reports", "log", "previous_log", "status", "pod", "con
 _UNREAD_KINDS = ("logs", "events", "metrics", "nodes", "configmaps", "services",
                  "replicasets", "deployments", "statefulsets", "horizontalpodautoscalers",
                  "inferenceservices", "persistentvolumeclaims", "nodeevents",
-                 "endpointslices", "scaledobjects", "inferencepools", "llminferenceservices")
+                 "endpointslices", "scaledobjects", "inferencepools", "llminferenceservices",
+                 "pickerpods")
 
 
 class _Reader:

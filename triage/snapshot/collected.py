@@ -43,7 +43,11 @@ OPTIONAL_KINDS = ("endpointslices", "scaledobjects", "inferencepools", "llminfer
 # the namespaces' events, into the same list): not "events", so a step that reads the
 # pods' events is not left unknown by it.
 NODE_EVENTS = "nodeevents"
-ALL_KINDS = NAMESPACED_KINDS + CLUSTER_KINDS
+# The pods of the InferencePools' endpoint pickers (EPP), read after the pools and Services
+# (their Service's selector) so that their logs can be read: not triaged, evidence for
+# the pools. Written to a bundle as a PodList of their own; a fixture's are among its pods.
+PICKER_PODS = "pickerpods"
+ALL_KINDS = NAMESPACED_KINDS + CLUSTER_KINDS + (PICKER_PODS,)
 
 PREVIOUS = "previous"
 CURRENT = "current"

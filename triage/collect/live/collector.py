@@ -31,7 +31,7 @@ from triage.collect.shape import Shaped, normalize, normalize_items
 from triage.kube import workload
 from triage.logs import LogSource, decode
 from triage.safety.redact import redact_object
-from triage.snapshot import NODE_EVENTS, Obj, ReadFailure, Snapshot, meta
+from triage.snapshot import NODE_EVENTS, PICKER_PODS, Obj, ReadFailure, Snapshot, meta
 from triage.vllm import selection
 
 if TYPE_CHECKING:  # httpx and the Prometheus client load only when --prometheus is given
@@ -353,6 +353,8 @@ class LiveCollector:
                 seen = {_event_key(e) for e in snap.objects.get("events", [])}
                 snap.objects["events"] = snap.objects.get("events", []) + [
                     e for e in node_events if _event_key(e) not in seen]
+            # The pools and their pickers' Services are in: the pickers' own logs.
+            self._picker_reads(snap)
             if prom_future is not None:
                 prom_future.result()
             while pending:
@@ -563,6 +565,54 @@ class LiveCollector:
                                                              kind, subject))
                     snap.objects[kind] = items
         return run
+
+    def _picker_reads(self, snap: Snapshot) -> None:
+        """The endpoint pickers (EPP) of the InferencePools read: the pods their Service
+        selects (a list with its label selector; ``workload.picker_pods_to_read``) and
+        the end of each one's current log, for the pool's evidence. A read that fails is
+        named, kind ``pickerpods``: only that evidence is missing."""
+        pools = snap.objects.get("inferencepools") or []
+        if not pools:
+            return
+        snap.objects.setdefault(PICKER_PODS, [])
+        seen: set[tuple[str, str]] = set()
+        for pool in pools:
+            ns, service_name = str(meta(pool).get("namespace") or ""), \
+                workload.endpoint_picker_service(pool)
+            service = snap.find("services", ns, service_name) if service_name else None
+            selector = (service or {}).get("spec", {}).get("selector")
+            if not isinstance(selector, dict) or not selector or (ns, service_name) in seen:
+                continue
+            seen.add((ns, str(service_name)))
+            label = f"endpoint picker pods of InferencePool {ns}/{meta(pool).get('name')}"
+            self.progress(f"reading the {label}")
+            query = {"labelSelector": ",".join(f"{k}={v}" for k, v in sorted(selector.items()))}
+            try:
+                found = self.reader.list_items(self._ns_path("/api/v1", "pods", ns), query)
+            except ReadError as exc:
+                snap.failures.append(ReadFailure(label, exc.reason, PICKER_PODS,
+                                                 (ns, str(service_name))))
+                continue
+            kept = workload.picker_pods_to_read(
+                [redact_object(p) for p in normalize_items("pods", found, snap.notes)])
+            snap.objects[PICKER_PODS] += kept
+            for pod in kept:
+                name = str(meta(pod).get("name"))
+                for container in workload.pod_spec(pod).get("containers") or []:
+                    cname = str(container.get("name"))
+                    state = workload.container_status(pod, cname).get("state") or {}
+                    if not (state.get("running") or state.get("terminated")):
+                        continue
+                    try:
+                        text, note = self._read_log_end(ns, name, cname, "current")
+                    except ReadError as exc:
+                        snap.failures.append(ReadFailure(
+                            f"log of {ns}/{name} ({cname}), an endpoint picker", exc.reason,
+                            PICKER_PODS, (ns, str(service_name), name)))
+                        continue
+                    snap.logs[(ns, name, cname, "current")] = LogSource(data=text)
+                    if note:
+                        snap.notes.append(f"log of {ns}/{name} ({cname}): {note}")
 
     def _node_event_jobs(self, snap: Snapshot, pods: list[Obj],
                          found: list[Obj]) -> list[Callable[[], None]]:
