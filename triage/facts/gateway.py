@@ -80,6 +80,9 @@ def _state(pod: Obj) -> str:
 def _pool_of(ctx: PodContext) -> tuple[Obj, list[Obj]] | str | None:
     """The pool of the pod with the fewest Ready members, and its members among the pods
     read; None when no pool selects it; a reason when the cluster serves none."""
+    # Which pods a pool holds and which are Ready exist only in a running cluster: a
+    # manifest cannot tell (lint says unknown, never that the pool is fine).
+    ctx.runtime("the pods of the InferencePool and their readiness")
     if "pool" in ctx.memo:
         found: tuple[Obj, list[Obj]] | str | None = ctx.memo["pool"]
         return found
