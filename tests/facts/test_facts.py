@@ -846,8 +846,12 @@ CASES.update({
         # (32 GiB - 22.34375 GiB) at 400 MiB/h
         ({"telemetry": PodTelemetry(memory={"vllm": GROWING})}, (32 * 1024 - 22880) / 400),
         ({"telemetry": PodTelemetry(memory={"vllm": FLAT_AFTER})}, None)],
-    "llm_inference_service": [({}, None), ({"pod": LLMISVC_POD, "objects": LLMISVC_OBJECTS},
-                                           "qwen")],
+    "llm_inference_service": [
+        ({}, None), ({"pod": LLMISVC_POD, "objects": LLMISVC_OBJECTS}, "qwen"),
+        # its Deployment names it, the list was refused: unknown, even without the label
+        ({"pod": {"metadata": {"ownerReferences": LLMISVC_POD["metadata"]["ownerReferences"]}},
+          "objects": {k: v for k, v in LLMISVC_OBJECTS.items() if k != "llminferenceservices"},
+          "unread": ["llminferenceservices"]}, "UNKNOWN")],
     "llm_inference_service_conditions": [
         ({}, None),
         ({"pod": LLMISVC_POD, "objects": LLMISVC_OBJECTS},

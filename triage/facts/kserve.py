@@ -45,7 +45,10 @@ def llm_inference_service_of(ctx: OfWorkload) -> Obj | None:
     if top is not None and top.get("kind") == "LLMInferenceService":
         return top
     labels = meta(ctx.pod).get("labels") or {}
-    if labels.get("app.kubernetes.io/part-of") == "llminferenceservice":
+    # The last owner read names one as its controller, or the pod's labels say so.
+    above = workload.controller_ref(top if top is not None else ctx.pod) or {}
+    if above.get("kind") == "LLMInferenceService" \
+            or labels.get("app.kubernetes.io/part-of") == "llminferenceservice":
         unread = ctx.unread("llminferenceservices")
         if unread:
             raise Unmeasurable(unread[0])
