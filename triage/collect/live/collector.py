@@ -571,10 +571,17 @@ class LiveCollector:
         selects (a list with its label selector; ``workload.picker_pods_to_read``) and
         the end of each one's current log, for the pool's evidence. A read that fails is
         named, kind ``pickerpods``: only that evidence is missing."""
-        pools = snap.objects.get("inferencepools") or []
+        if snap.objects.get("inferencepools"):
+            snap.objects.setdefault(PICKER_PODS, [])
+        # Only the pools that select a pod read: the others judge no pod of this scan.
+        pods = snap.pods()
+        pools = [pool for pool in snap.objects.get("inferencepools") or []
+                 if any((meta(p).get("namespace") or "") == (meta(pool).get("namespace") or "")
+                        and workload.selector_matches((pool.get("spec") or {}).get("selector"),
+                                                      meta(p).get("labels") or {})
+                        for p in pods)]
         if not pools:
             return
-        snap.objects.setdefault(PICKER_PODS, [])
         seen: set[tuple[str, str]] = set()
         for pool in pools:
             ns, service_name = str(meta(pool).get("namespace") or ""), \
