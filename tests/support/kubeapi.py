@@ -10,6 +10,7 @@ Faults come from the fixture's ``incident.yaml``::
 
     faults:
       forbidden: [events, nodes]        # 403 on these kinds
+      forbidden_logs_of: [POD]          # 403 on these pods' logs only
       unavailable: [horizontalpodautoscalers]   # 503
                                         # (``discovery`` stands for GET /apis)
       slow: {metrics: 5}                # seconds to wait before answering
@@ -730,7 +731,9 @@ class Handler(BaseHTTPRequestHandler):
         if kind in (faults.get("gzip_bomb") or {}):
             self._gzip_bomb(int(faults["gzip_bomb"][kind]))
             return True
-        if kind in (faults.get("forbidden") or []):
+        if kind in (faults.get("forbidden") or []) or (
+                kind == "log" and len(rest) > 1 and rest[1] in (faults.get("forbidden_logs_of")
+                                                                or [])):
             scope = f' in the namespace "{ns}"' if ns else " at the cluster scope"
             verb = "list" if len(rest) == 1 else "get"
             resource = {"log": "pods/log", "proxy": "pods/proxy"}.get(kind, kind)
