@@ -14,6 +14,7 @@ import pytest
 from tests.support.unit import GPU, OWNED_POD, context, deployment_objects, example, hpa, telemetry
 from triage.facts import REGISTRY, Scopes
 from triage.rules.examples import build
+from triage.snapshot import PodTelemetry
 
 CRASHED = {"state": {"waiting": {"reason": "CrashLoopBackOff"}},
            "lastState": {"terminated": {"reason": "OOMKilled", "exitCode": 137,
@@ -644,24 +645,6 @@ CASES.update({
 })
 
 
-def test_every_registered_fact_has_cases() -> None:
-    assert set(CASES) == set(REGISTRY)
-
-
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_fact(name: str) -> None:
-    for keys, expected in CASES[name]:
-        fact = context(**keys).fact(name)
-        assert fact.name == name and fact.unit == REGISTRY[name].unit
-        if expected == "UNKNOWN":
-            assert not fact.known and fact.unknown, (keys, fact)
-            assert fact.value is None
-            continue
-        assert fact.known, (keys, fact.unknown)
-        assert fact.value == expected, (keys, fact)
-        assert fact.evidence.strip(), (keys, fact)
-
-
 def test_facts_hold_no_verdict() -> None:
     """A fact says what is, not whether it is good: no range, no 'outside', no advice."""
     ctx = context(container={"args": ["--gpu-memory-utilization", "0.98"]})
@@ -688,3 +671,254 @@ def test_a_context_answers_wider_scopes_never_narrower() -> None:
     assert ctx.pod_context.fact("cluster_gpus_allocatable").value == 1
     with pytest.raises(KeyError):
         ctx.pod_context.node_context.fact("pod_state")
+
+
+# --- the layers beside the pod -----------------------------------------------------------
+
+SO = {"metadata": {"name": "vllm-qwen", "namespace": "llm"},
+      "spec": {"scaleTargetRef": {"name": "vllm-qwen"}, "triggers": [
+          {"type": "prometheus", "metadata": {
+              "query": 'sum(vllm:gpu_cache_usage_perc{model_name="Qwen3-8B"})',
+              "threshold": "0.8"}}]},
+      "status": {"conditions": [{"type": "Ready", "status": "True",
+                                 "reason": "ScaledObjectReady"}],
+                 "health": {"s0-prometheus": {"numberOfFailures": 4, "status": "Failing"}}}}
+WITH_SO = {**deployment_objects(), "scaledobjects": [SO]}
+FAILING_HPA = {**hpa(WAITING_HPA), "status": {"conditions": [
+    {"type": "ScalingActive", "status": "False", "reason": "FailedGetPodsMetric",
+     "message": "the HPA was unable to compute the replica count: unable to get metric "
+                "vllm:num_requests_waiting"}]}}
+PAGE = ('# TYPE vllm:kv_cache_usage_perc gauge\n'
+        'vllm:kv_cache_usage_perc{engine="0",model_name="Qwen/Qwen3-8B"} 0.3\n'
+        '# TYPE vllm:num_requests_waiting gauge\n'
+        'vllm:num_requests_waiting{engine="0",model_name="Qwen/Qwen3-8B"} 4\n')
+POOL_V1 = {"apiVersion": "inference.networking.k8s.io/v1",
+           "metadata": {"name": "qwen-pool", "namespace": "llm"},
+           "spec": {"selector": {"matchLabels": {"app": "vllm-qwen"}},
+                    "targetPorts": [{"number": 8000}],
+                    "endpointPickerRef": {"name": "qwen-pool-epp"}}}
+POOL_POD = {"metadata": {"labels": {"app": "vllm-qwen"}},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+OTHER = {"metadata": {"name": "vllm-1", "namespace": "llm", "labels": {"app": "vllm-qwen"}},
+         "status": {"phase": "Running", "conditions": [
+             {"type": "Ready", "status": "False", "reason": "ContainersNotReady"}]}}
+SLICE = {"metadata": {"name": "vllm-qwen-x7k2p", "namespace": "llm",
+                      "labels": {"kubernetes.io/service-name": "vllm-qwen"}},
+         "endpoints": [{"addresses": ["10.48.3.57"],
+                        "conditions": {"ready": False, "serving": False, "terminating": False},
+                        "targetRef": {"kind": "Pod", "name": "vllm-0", "namespace": "llm"}}]}
+PICKER_SERVICE = {"metadata": {"name": "qwen-pool-epp", "namespace": "llm"},
+                  "spec": {"selector": {"inferencepool": "qwen-pool-epp"}}}
+PICKER = {"metadata": {"name": "qwen-pool-epp-6f9c8d7b5-k2m4p", "namespace": "llm",
+                       "labels": {"inferencepool": "qwen-pool-epp"}},
+          "spec": {"containers": [{"name": "epp"}]}, "status": {"phase": "Running"}}
+WITH_PICKER = {"inferencepools": [POOL_V1], "services": [PICKER_SERVICE], "pickerpods": [PICKER]}
+# The picker's two lines for one refused request (zap's JSON encoder, as its chart sets it)
+SHED = ('{"level":"error","ts":"2026-11-28T03:11:57Z","caller":"handlers/server.go:%d",'
+        '"msg":"%s","error":"inference gateway: InferencePoolResourceExhausted - system '
+        'saturated, sheddable request dropped"}\n')
+PICKER_LOG = (SHED % (225, "Error handling request") + SHED % (336, "Failed to process request")
+              + SHED % (225, "Error handling request") + SHED % (336, "Failed to process request"))
+READY_LINE = ("2026-11-28T01:40:02.118Z (APIServer pid=1) INFO 11-28 01:40:02 "
+              "[api_server.py:1880] Starting vLLM API server 0 on http://0.0.0.0:8000\n")
+STATS_BUSY = ("2026-11-28T02:30:51.220Z (APIServer pid=1) INFO 11-28 02:30:51 [loggers.py:123] "
+              "Engine 000: Avg prompt throughput: 5321.4 tokens/s, Avg generation throughput: "
+              "1210.7 tokens/s, Running: 58 reqs, Waiting: 12 reqs, GPU KV cache usage: 97.1%, "
+              "Prefix cache hit rate: 41.0%\n")
+TIMEOUT = {"reason": "Unhealthy", "count": 23, "lastTimestamp": "2026-11-28T02:59:30Z",
+           "message": 'Readiness probe failed: Get "http://10.48.3.57:8000/health": context '
+                      'deadline exceeded (Client.Timeout exceeded while awaiting headers)'}
+REFUSED = {**TIMEOUT, "count": 9, "message": 'Readiness probe failed: Get '
+           '"http://10.48.3.57:8000/health": dial tcp 10.48.3.57:8000: connect: connection '
+           'refused'}
+KILLED = {"status": {"state": {"running": {"startedAt": "2026-11-28T02:31:12Z"}}, "lastState": {
+    "terminated": {"reason": "Error", "exitCode": 137, "startedAt": "2026-11-28T01:36:40Z",
+                   "finishedAt": "2026-11-28T02:31:10Z"}}, "restartCount": 1},
+    "previous_log": READY_LINE + STATS_BUSY,
+    "events": [{"reason": "Killing", "type": "Normal", "lastTimestamp": "2026-11-28T02:30:58Z",
+                "message": "Container vllm failed liveness probe, will be restarted"}]}
+OOM_AFTER_HOURS = {"status": {"lastState": {"terminated": {
+    "reason": "OOMKilled", "exitCode": 137, "startedAt": "2026-11-27T19:20:02Z",
+    "finishedAt": "2026-11-28T02:41:22Z"}}, "restartCount": 1},
+    "previous_log": READY_LINE.replace("2026-11-28T01:40:02", "2026-11-27T19:24:48")}
+# 32Gi limit: 20 GiB six hours ago, growing 400 MiB/h, 22.4 GiB at the end
+GROWING = [(1795834800.0 + 3600 * h, 20 * 2**30 + h * 400 * 2**20) for h in range(7)]
+FLAT_AFTER = [(1795834800.0 + 3600 * h, (20 + min(h, 2)) * 2**30) for h in range(9)]
+LLMISVC_OBJECTS = {
+    "llminferenceservices": [{"apiVersion": "serving.kserve.io/v1alpha1", "metadata": {
+        "name": "qwen", "namespace": "llm", "uid": "llmisvc-qwen"}, "status": {"conditions": [
+            {"type": "ScalingReady", "status": "False", "reason": "FailedGetExternalMetric",
+             "message": "the HPA was unable to compute the replica count"},
+            {"type": "WorkloadsReady", "status": "True", "reason": "Ready"}]}}],
+    "deployments": [{"metadata": {"name": "qwen-kserve", "namespace": "llm", "ownerReferences": [
+        {"apiVersion": "serving.kserve.io/v1alpha1", "kind": "LLMInferenceService",
+         "name": "qwen", "controller": True}]}, "spec": {"replicas": 1}}],
+    "replicasets": [{"metadata": {"name": "qwen-kserve-7d9c", "namespace": "llm",
+                                  "ownerReferences": [{"apiVersion": "apps/v1",
+                                                       "kind": "Deployment",
+                                                       "name": "qwen-kserve",
+                                                       "controller": True}]}}]}
+LLMISVC_POD = {"metadata": {"labels": {"app.kubernetes.io/part-of": "llminferenceservice"},
+                            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                                 "name": "qwen-kserve-7d9c",
+                                                 "controller": True}]}}
+TOKEN_ENV = {"env": [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {
+    "name": "hf-token", "key": "token"}}}]}
+
+CASES.update({
+    "node_taints": [
+        ({}, []),
+        ({"node": {"spec": {"taints": [{"key": "nvidia.com/gpu-xid-error", "value": "true",
+                                        "effect": "NoSchedule"}]}}},
+         ["nvidia.com/gpu-xid-error=true:NoSchedule"]),
+        ({"pod": {"spec": {"nodeName": None}}}, None),
+        ({"unread": ["nodes"], "pod": {"spec": {"nodeName": "gone"}}}, "UNKNOWN")],
+    "cuda_error": [
+        ({}, None),
+        ({"previous_log": "torch.AcceleratorError: CUDA error: an illegal memory access was "
+                          "encountered"}, "an illegal memory access was encountered"),
+        ({"log": "failed call to cuInit: CUDA_ERROR_UNKNOWN: unknown error"},
+         "CUDA_ERROR_UNKNOWN"),
+        ({"unread": ["logs"]}, "UNKNOWN")],
+    "pod_cuda_error": [
+        ({}, None),
+        ({"previous_log": "RuntimeError: CUDA error: unspecified launch failure"},
+         "unspecified launch failure"),
+        ({"unread": ["logs"]}, "UNKNOWN")],
+    "autoscaler_conditions": [
+        ({}, []),
+        ({"pod": OWNED_POD, "objects": {**deployment_objects(),
+                                        "horizontalpodautoscalers": [FAILING_HPA]}},
+         ["HorizontalPodAutoscaler/vllm-qwen ScalingActive=False FailedGetPodsMetric"]),
+        ({"pod": OWNED_POD, "objects": WITH_SO},
+         ["ScaledObject/vllm-qwen Ready=True ScaledObjectReady",
+          "ScaledObject/vllm-qwen health s0-prometheus=Failing"]),
+        ({"pod": OWNED_POD, "objects": deployment_objects(), "unread": ["scaledobjects"]},
+         "UNKNOWN")],
+    "autoscaler_series_missing": [
+        ({}, []),
+        ({"pod": OWNED_POD, "objects": WITH_SO}, None),  # no /metrics read: not running
+        ({"pod": OWNED_POD, "objects": WITH_SO, "metrics_text": PAGE},
+         ["vllm:gpu_cache_usage_perc", 'model_name="Qwen3-8B"']),
+        ({"pod": OWNED_POD, "objects": WITH_HPA, "metrics_text": PAGE}, []),
+        ({"pod": OWNED_POD, "objects": WITH_SO, "unread": ["metrics"]}, "UNKNOWN")],
+    "autoscaler_series_replacements": [
+        ({}, []),
+        ({"pod": OWNED_POD, "objects": WITH_SO, "metrics_text": PAGE},
+         ["vllm:gpu_cache_usage_perc -> vllm:kv_cache_usage_perc",
+          'model_name="Qwen3-8B" -> model_name="Qwen/Qwen3-8B"'])],
+    "inference_pools": [
+        ({}, []),
+        ({"pod": POOL_POD, "objects": {"inferencepools": [POOL_V1]}},
+         ["InferencePool llm/qwen-pool"]),
+        ({"unread": ["inferencepools"]}, "UNKNOWN")],
+    "inference_pool_pods": [
+        ({}, None),
+        ({"pod": POOL_POD, "objects": {"inferencepools": [POOL_V1], "pods": [OTHER]}}, 2)],
+    "inference_pool_ready_pods": [
+        ({}, None),
+        ({"pod": POOL_POD, "objects": {"inferencepools": [POOL_V1], "pods": [OTHER]}}, 1)],
+    "inference_pool_members": [
+        ({}, None),
+        ({"pod": POOL_POD, "objects": {"inferencepools": [POOL_V1], "pods": [OTHER]}},
+         ["vllm-0: Ready", "vllm-1: not Ready (Running; Ready=False ContainersNotReady)"])],
+    "inference_pool_picker_errors": [
+        ({}, None),
+        ({"pod": POOL_POD, "objects": WITH_PICKER,
+          "other_logs": {(PICKER["metadata"]["name"], "epp"): PICKER_LOG}},
+         ["inference gateway: InferencePoolResourceExhausted - system saturated, sheddable "
+          "request dropped (2 times)"]),
+        # its log read, no error in it
+        ({"pod": POOL_POD, "objects": WITH_PICKER,
+          "other_logs": {(PICKER["metadata"]["name"], "epp"): "starting server\n"}}, []),
+        ({"pod": POOL_POD, "objects": WITH_PICKER}, None),  # no picker log read
+        ({"pod": POOL_POD, "objects": WITH_PICKER, "unread": ["pickerpods"]}, "UNKNOWN")],
+    "service_endpoints": [
+        ({}, []),
+        ({"objects": {"endpointslices": [SLICE]}},
+         ["Service vllm-qwen: ready=False serving=False terminating=False (EndpointSlice "
+          "vllm-qwen-x7k2p)"]),
+        ({"unread": ["endpointslices"]}, "UNKNOWN")],
+    "readiness_timeout_seconds": [
+        ({}, None), ({"container": {"readinessProbe": PROBE}}, 1),
+        ({"container": {"readinessProbe": {**PROBE, "timeoutSeconds": 5}}}, 5)],
+    "probe_timeouts_while_serving": [
+        ({}, 0),
+        ({"log": READY_LINE, "events": [TIMEOUT]}, 23),
+        # refused, not timed out: a start
+        ({"log": READY_LINE, "events": [REFUSED]}, 0),
+        ({"log": READY_LINE, "unread": ["events"]}, "UNKNOWN")],
+    "killed_while_generating": [
+        ({}, None),
+        (KILLED, True),
+        ({**KILLED, "previous_log": READY_LINE + STATS_BUSY.replace("Running: 58", "Running: 0")},
+         False)],
+    "previous_run_served_seconds": [
+        ({}, None),
+        (OOM_AFTER_HOURS, 26193.882),
+        ({"status": CRASHED, "previous_log": "Loading safetensors checkpoint shards: 12%"},
+         None),
+        ({"status": CRASHED, "unread": ["logs"]}, "UNKNOWN")],
+    "memory_working_set_bytes": [
+        ({}, None),
+        ({"telemetry": PodTelemetry(memory={"vllm": GROWING})}, GROWING[-1][1])],
+    "memory_growth_bytes_per_hour": [
+        ({}, None),
+        ({"telemetry": PodTelemetry(memory={"vllm": GROWING})}, 400 * 2**20)],
+    "memory_growth_recent_bytes_per_hour": [
+        ({}, None),
+        ({"telemetry": PodTelemetry(memory={"vllm": GROWING})}, 400 * 2**20),
+        ({"telemetry": PodTelemetry(memory={"vllm": FLAT_AFTER})}, 0.0)],
+    "memory_hours_to_limit": [
+        ({}, None),
+        # (32 GiB - 22.34375 GiB) at 400 MiB/h
+        ({"telemetry": PodTelemetry(memory={"vllm": GROWING})}, (32 * 1024 - 22880) / 400),
+        ({"telemetry": PodTelemetry(memory={"vllm": FLAT_AFTER})}, None)],
+    "llm_inference_service": [
+        ({}, None), ({"pod": LLMISVC_POD, "objects": LLMISVC_OBJECTS}, "qwen"),
+        # its Deployment names it, the list was refused: unknown, even without the label
+        ({"pod": {"metadata": {"ownerReferences": LLMISVC_POD["metadata"]["ownerReferences"]}},
+          "objects": {k: v for k, v in LLMISVC_OBJECTS.items() if k != "llminferenceservices"},
+          "unread": ["llminferenceservices"]}, "UNKNOWN")],
+    "llm_inference_service_conditions": [
+        ({}, None),
+        ({"pod": LLMISVC_POD, "objects": LLMISVC_OBJECTS},
+         ["ScalingReady=False FailedGetExternalMetric", "WorkloadsReady=True Ready"])],
+    "hub_token_env": [({}, []), ({"container": TOKEN_ENV},
+                                 ["HF_TOKEN (Secret hf-token key token)"]),
+                      ({"container": {"envFrom": [{"secretRef": {"name": "hf"}}]}},
+                       ["envFrom Secret hf"])],
+    "server_hub_token_env": [({}, []), ({"container": TOKEN_ENV},
+                                        ["vllm: HF_TOKEN (Secret hf-token key token)"])],
+    "server_memory_limit": [({}, "vllm=32Gi"),
+                            ({"container": {"resources": {"limits": {"memory": None}}}}, None)],
+    "download_model": [
+        ({}, None),
+        ({"container": {"args": ["hf://meta-llama/Llama-3.1-8B-Instruct", "/mnt/models"]}},
+         "meta-llama/Llama-3.1-8B-Instruct"),
+        ({"container": {"command": ["sh", "-c"], "args": [
+            "hf download Qwen/Qwen3-8B --local-dir /models/qwen"]}}, "Qwen/Qwen3-8B")],
+    "download_model_gib": [
+        ({}, None),
+        ({"container": {"args": ["hf://meta-llama/Llama-3.1-8B-Instruct", "/mnt/models"]}},
+         14.9)],
+})
+
+
+# Last, so that every CASES.update above is parametrized.
+def test_every_registered_fact_has_cases() -> None:
+    assert set(CASES) == set(REGISTRY)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_fact(name: str) -> None:
+    for keys, expected in CASES[name]:
+        fact = context(**keys).fact(name)
+        assert fact.name == name and fact.unit == REGISTRY[name].unit
+        if expected == "UNKNOWN":
+            assert not fact.known and fact.unknown, (keys, fact)
+            assert fact.value is None
+            continue
+        assert fact.known, (keys, fact.unknown)
+        assert fact.value == expected, (keys, fact)
+        assert fact.evidence.strip(), (keys, fact)

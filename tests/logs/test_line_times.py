@@ -29,7 +29,9 @@ def _runs(root: Path) -> dict[tuple[str, str, str], tuple[Any, Any, Any]]:
     pods = yaml.safe_load((root / "objects" / "pods.yaml").read_text())["items"]
     out = {}
     for pod in pods:
-        for cs in pod["status"].get("containerStatuses") or []:
+        # init containers (a model download before vLLM) have logs of their own
+        for cs in [*(pod["status"].get("initContainerStatuses") or []),
+                   *(pod["status"].get("containerStatuses") or [])]:
             state = cs.get("state") or {}
             now = state.get("running") or state.get("terminated") or {}
             last = (cs.get("lastState") or {}).get("terminated") or {}

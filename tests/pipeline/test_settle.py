@@ -19,8 +19,8 @@ from triage import pipeline
 from triage.checklist import steps
 from triage.collect import bundle
 from triage.facts import LogsSettled
+from triage.rules.causes import facts_read
 from triage.rules.evaluate import PodDiagnosis
-from triage.rules.language import FactLeaf, walk
 from triage.rules.loader import load_patterns
 from triage.writers import table, writers
 
@@ -77,9 +77,7 @@ def test_a_settled_pod_drops_its_log_scans_and_unread_facts(
             assert own <= set(steps.FACTS_READ)
             assert "kv_cache_tokens" in own and "logs_read" in own
             # the pod's: the steps', and what the causes read of every pod after the last
-            read_later = {leaf.name for c in load_patterns().causes
-                          for cond in (c.by.pods, c.of.pods) for leaf in walk(cond, True)
-                          if isinstance(leaf, FactLeaf)}
+            read_later = facts_read(load_patterns().causes)
             assert set(vars(ctx.pod_context)["_facts"]) <= set(steps.FACTS_READ) | read_later
             # What the steps still ask of a log: read or not, and the stats lines' series.
             assert ctx.logs_unread() == []

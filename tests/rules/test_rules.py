@@ -297,3 +297,22 @@ def _marked(evidence: tuple[str, ...]) -> str:
 ])
 def test_root_cause_line(log: str, cause: str) -> None:
     assert cause in _marked(_root_cause_of(log))
+
+
+def test_an_owner_event_leaf_reads_the_llm_inference_services_events() -> None:
+    """KServe records LLMInferenceServiceNotReady on the LLMInferenceService itself, two
+    owners above the pod: `about: owner` reaches it through the Deployment."""
+    from tests.facts.test_facts import LLMISVC_OBJECTS, LLMISVC_POD
+
+    p = pattern("  log: {regex: 'GatedRepoError'}",
+                show="  - event: {about: owner, type: Warning, "
+                     "reason: '^LLMInferenceServiceNotReady$'}")
+    event = {"reason": "LLMInferenceServiceNotReady", "type": "Warning",
+             "message": "LLMInferenceService [qwen] is no longer Ready because of: "
+                        "WorkloadsReady, MainWorkloadReady",
+             "involvedObject": {"kind": "LLMInferenceService", "name": "qwen",
+                                "namespace": "llm", "uid": "llmisvc-qwen"}}
+    diag = run(p, pod=LLMISVC_POD, objects=LLMISVC_OBJECTS, events=[event],
+               log="huggingface_hub.errors.GatedRepoError: 401 Client Error.")
+    assert any("LLMInferenceServiceNotReady on LLMInferenceService/qwen" in e
+               and "because of: WorkloadsReady" in e for e in diag.findings[0].evidence)

@@ -10,7 +10,9 @@ Faults come from the fixture's ``incident.yaml``::
 
     faults:
       forbidden: [events, nodes]        # 403 on these kinds
+      forbidden_logs_of: [POD]          # 403 on these pods' logs only
       unavailable: [horizontalpodautoscalers]   # 503
+                                        # (``discovery`` stands for GET /apis)
       slow: {metrics: 5}                # seconds to wait before answering
       message: "..."                    # the text of the 403s above, instead of the real one
 
@@ -86,7 +88,23 @@ RESOURCES: dict[str, tuple[str, str, str, bool, list[str]]] = {
     "statefulsets": ("apps", "v1", "StatefulSet", True, ["sts"]),
     "horizontalpodautoscalers": ("autoscaling", "v2", "HorizontalPodAutoscaler", True, ["hpa"]),
     "inferenceservices": ("serving.kserve.io", "v1beta1", "InferenceService", True, ["isvc"]),
+    # The layers beside the pods; each served only when the fixture has its file (a CRD
+    # not installed is not served at all: not in discovery, 404 on the list).
+    "endpointslices": ("discovery.k8s.io", "v1", "EndpointSlice", True, []),
+    "scaledobjects": ("keda.sh", "v1alpha1", "ScaledObject", True, ["so"]),
+    "inferencepools": ("inference.networking.k8s.io", "v1", "InferencePool", True, ["infpool"]),
+    "llminferenceservices": ("serving.kserve.io", "v1alpha1", "LLMInferenceService", True,
+                             ["llmisvc"]),
 }
+# A kind some clusters serve from another API group too: the fixture's items that carry
+# that group's apiVersion are served there (and only those).
+ALTERNATES: dict[str, tuple[str, str, str, bool, list[str]]] = {
+    "inferencepools": ("inference.networking.x-k8s.io", "v1alpha2", "InferencePool", True,
+                       ["infpool"]),
+}
+# Kinds served only when the fixture has their file (CRDs, and an API a cluster may lack).
+_OPTIONAL = ("inferenceservices", "endpointslices", "scaledobjects", "inferencepools",
+             "llminferenceservices")
 SUBRESOURCES = {"pods": ["log", "proxy", "status"], "services": ["proxy"]}
 # Kinds a cluster serves that the tool never reads, for ``kubectl apply
 # --dry-run=client`` of deploy/ (discovery must know them): served with
@@ -147,9 +165,24 @@ class Fixture:
                  "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}
                 for ns in namespaces]
 
-    def served(self, plural: str) -> bool:
-        # A CRD that is not installed is not served at all (404 on the list).
-        return plural != "inferenceservices" or "inferenceservices" in self.objects
+    def served(self, plural: str, group: str | None = None) -> bool:
+        """Whether the API serves the kind (from ``group``: the kind's own when None). A CRD
+        that is not installed is not served at all (404 on the list); a kind with an
+        alternate group is served from each group its items name (the first when none)."""
+        if plural in _OPTIONAL and plural not in self.objects:
+            return False
+        if plural not in ALTERNATES or group is None:
+            return True
+        return any(self.group_of(plural, o) == group for o in self.objects[plural]) or (
+            not self.objects[plural] and group == RESOURCES[plural][0])
+
+    def group_of(self, plural: str, obj: dict[str, Any]) -> str:
+        """The API group that serves one of the fixture's objects."""
+        version = str(obj.get("apiVersion") or "")
+        alternate = ALTERNATES.get(plural)
+        if alternate is not None and version.startswith(alternate[0] + "/"):
+            return alternate[0]
+        return RESOURCES[plural][0]
 
     def log(self, ns: str, pod: str, container: str, previous: bool) -> Path:
         suffix = ".previous.log" if previous else ".log"
@@ -509,7 +542,8 @@ class Handler(BaseHTTPRequestHandler):
                                  {"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1:6443"}]})
             return
         if parts == ["apis"]:
-            self._send(200, self._group_list())
+            if not self._fault("discovery", None, parts):
+                self._send(200, self._group_list())
             return
         if parts[:2] == ["api", "v1"]:
             group, version, rest = "", "v1", parts[2:]
@@ -527,7 +561,12 @@ class Handler(BaseHTTPRequestHandler):
             ns, rest = rest[1], rest[2:]
         plural = rest[0]
         spec = self.server.resources.get(plural)
-        if spec is None or (spec[0], spec[1]) != (group, version) or not fx.served(plural):
+        alternate = ALTERNATES.get(plural)
+        if spec is not None and (spec[0], spec[1]) != (group, version) and alternate \
+                and (alternate[0], alternate[1]) == (group, version):
+            spec = alternate
+        if spec is None or (spec[0], spec[1]) != (group, version) or not fx.served(plural,
+                                                                                   group):
             self._send(404, _status(404, "NotFound",
                                     "the server could not find the requested resource"))
             return
@@ -552,7 +591,8 @@ class Handler(BaseHTTPRequestHandler):
         if fault:
             return
         items = [o for o in fx.objects.get(plural, [])
-                 if ns is None or (o.get("metadata") or {}).get("namespace") == ns]
+                 if (ns is None or (o.get("metadata") or {}).get("namespace") == ns)
+                 and (plural not in ALTERNATES or fx.group_of(plural, o) == group)]
         if len(rest) == 1:
             self._list(plural, spec, group, version, items, query, accept)
             return
@@ -741,7 +781,9 @@ class Handler(BaseHTTPRequestHandler):
         if kind in (faults.get("gzip_bomb") or {}):
             self._gzip_bomb(int(faults["gzip_bomb"][kind]))
             return True
-        if kind in (faults.get("forbidden") or []):
+        if kind in (faults.get("forbidden") or []) or (
+                kind == "log" and len(rest) > 1 and rest[1] in (faults.get("forbidden_logs_of")
+                                                                or [])):
             scope = f' in the namespace "{ns}"' if ns else " at the cluster scope"
             verb = "list" if len(rest) == 1 else "get"
             resource = {"log": "pods/log", "proxy": "pods/proxy"}.get(kind, kind)
@@ -926,10 +968,17 @@ class Handler(BaseHTTPRequestHandler):
             self._send(503, _status(503, "ServiceUnavailable",
                                     f"error trying to reach service: {reason}"))
 
+    def _served_resources(self) -> list[tuple[str, tuple[str, str, str, bool, list[str]]]]:
+        """(plural, spec) of every kind served now, alternates included."""
+        fx = self.server.fixture
+        every = [*self.server.resources.items(),
+                 *((p, spec) for p, spec in ALTERNATES.items() if p in self.server.resources)]
+        return [(p, spec) for p, spec in every if fx.served(p, spec[0])]
+
     def _group_list(self) -> dict[str, Any]:
         groups: dict[str, set[str]] = {}
-        for plural, (group, version, *_rest) in self.server.resources.items():
-            if group and self.server.fixture.served(plural):
+        for _plural, (group, version, *_rest) in self._served_resources():
+            if group:
                 groups.setdefault(group, set()).add(version)
         return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
             {"name": g, "versions": [{"groupVersion": f"{g}/{v}", "version": v}
@@ -940,8 +989,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def _resource_list(self, group: str, version: str) -> dict[str, Any]:
         resources = []
-        for plural, (g, v, kind, namespaced, short) in self.server.resources.items():
-            if (g, v) != (group, version) or not self.server.fixture.served(plural):
+        for plural, (g, v, kind, namespaced, short) in self._served_resources():
+            if (g, v) != (group, version):
                 continue
             resources.append({"name": plural, "singularName": kind.lower(),
                               "namespaced": namespaced, "kind": kind,

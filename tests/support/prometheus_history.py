@@ -73,6 +73,11 @@ class Scenario:
     node: str = "gke-inference-l4-pool-6f1d2a9c-q8wz"
     fb_total_mib: float = 23034.0
     fb_used_mib: float = 21360.0
+    # The vllm container's working set (cAdvisor) at a time, in bytes; None: no series.
+    memory: Callable[[float], float] | None = None
+    container_started: float | None = None  # no series before the container's start
+    instance: str = "10.48.3.57:8000"
+    job: str = "llm/vllm-qwen"
 
     def grid(self) -> list[float]:
         start = self.end - self.days * 86400
@@ -122,7 +127,47 @@ def _unix(stamp: str) -> float:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
-SCENARIOS: dict[str, Scenario] = {
+def _working_set(started: float, load_s: float, loaded_gib: float, leak_mib_per_h: float,
+                 ripple_mib: float = 0.0) -> Callable[[float], float]:
+    """A container's working set: from 1.5 GiB at its start to ``loaded_gib`` once the model
+    is loaded (weights staged through host RAM), then ``leak_mib_per_h`` more every hour
+    it serves, with a small deterministic ripple (allocator noise)."""
+    def at(t: float) -> float:
+        since = t - started
+        if since < load_s:
+            return (1.5 + (loaded_gib - 1.5) * max(0.0, since) / load_s) * 2**30
+        ripple = ripple_mib * math.sin(since / 600.0) * 2**20
+        return loaded_gib * 2**30 + leak_mib_per_h * (since - load_s) / 3600 * 2**20 + ripple
+    return at
+
+
+_MEMORY_END = _unix("2026-11-28T03:12:09Z")
+_LEAKING_START = _unix("2026-11-27T19:05:10Z")
+_FLAT_START = _unix("2026-11-27T22:40:05Z")
+
+SCENARIOS: dict[str, Scenario | tuple[Scenario, ...]] = {
+    # vLLM 0.25.0 on the eager path leaks host memory (vllm#50150): 600 MiB/h while it
+    # serves, 17.6 GiB after the load; a neighbour's working set grew during its load and
+    # has stayed flat since.
+    "host-memory-growth": (
+        Scenario(namespace="llm", pod="vllm-qwen32b-6d5c4b3a2f-xt4qp",
+                 model="Qwen/Qwen3-32B-FP8", end=_MEMORY_END, days=0.3,
+                 phases=((10**9, HEALTHY),), fine_hours=6.5, fine_step=120.0,
+                 gpu_uuid="GPU-8a1b2c3d-4e5f-4a6b-9c7d-0e1f2a3b4c5d",
+                 node="gke-inference-a100-pool-3b2c1d0e-f5g6", fb_total_mib=81920.0,
+                 fb_used_mib=73728.0,
+                 memory=_working_set(_LEAKING_START, 600, 17.6, 600.0, ripple_mib=24.0),
+                 container_started=_LEAKING_START, instance="10.48.9.12:8000",
+                 job="llm/vllm-qwen32b"),
+        Scenario(namespace="llm", pod="vllm-llama-58b7c6d9f4-p3q7r",
+                 model="meta-llama/Llama-3.1-8B-Instruct", end=_MEMORY_END, days=0.3,
+                 phases=((10**9, HEALTHY),), fine_hours=6.5, fine_step=120.0,
+                 gpu_uuid="GPU-1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f",
+                 node="gke-inference-l4-pool-6f1d2a9c-w3rt",
+                 memory=_working_set(_FLAT_START, 600, 15.2, 0.0, ripple_mib=30.0),
+                 container_started=_FLAT_START, instance="10.48.7.31:8000",
+                 job="llm/vllm-llama"),
+    ),
     # Healthy for three days; queueing from 16 to 1 minute before the scan; the
     # queue has just drained when the one scrape is taken.
     "queueing-last-15m": Scenario(
@@ -263,12 +308,30 @@ def _run(sc: Scenario, until: float) -> tuple[_Accumulator, Phase, float]:
     return acc, phase, since
 
 
-def openmetrics(sc: Scenario) -> str:
-    """Every series over the scenario's days, in OpenMetrics for promtool's backfill."""
-    target = (("container", "vllm"), ("instance", "10.48.3.57:8000"), ("job", "llm/vllm-qwen"),
-              ("namespace", sc.namespace), ("pod", sc.pod))
+def openmetrics(scenario: Scenario | tuple[Scenario, ...]) -> str:
+    """Every series over the scenario's days (of each pod's, for a tuple of them), in
+    OpenMetrics for promtool's backfill."""
     series: dict[tuple[str, str, str, str], list[tuple[float, float]]] = {}
     families: dict[str, tuple[str, str]] = {}
+    for sc in scenario if isinstance(scenario, tuple) else (scenario,):
+        _history(sc, series, families)
+    out: list[str] = []
+    for family, (kind, help_text) in families.items():
+        out.append(f"# HELP {family} {help_text}")
+        out.append(f"# TYPE {family} {kind}")
+        for (fam, name, labels, _), points in series.items():
+            if fam != family:
+                continue
+            for t, v in points:
+                out.append(f"{name}{{{labels}}} {_fmt(v)} {t:.3f}")
+    out.append("# EOF")
+    return "\n".join(out) + "\n"
+
+
+def _history(sc: Scenario, series: dict[tuple[str, str, str, str], list[tuple[float, float]]],
+             families: dict[str, tuple[str, str]]) -> None:
+    target = (("container", "vllm"), ("instance", sc.instance), ("job", sc.job),
+              ("namespace", sc.namespace), ("pod", sc.pod))
     acc = _Accumulator()
     times = sc.grid()
     for i, t in enumerate(times):
@@ -305,14 +368,16 @@ def openmetrics(sc: Scenario) -> str:
         series.setdefault(("kube_pod_container_status_restarts",
                            "kube_pod_container_status_restarts_total", _label_text(ksm), ""),
                           []).append((t, 0.0))
-    out: list[str] = []
-    for family, (kind, help_text) in families.items():
-        out.append(f"# HELP {family} {help_text}")
-        out.append(f"# TYPE {family} {kind}")
-        for (fam, name, labels, _), points in series.items():
-            if fam != family:
-                continue
-            for t, v in points:
-                out.append(f"{name}{{{labels}}} {_fmt(v)} {t:.3f}")
-    out.append("# EOF")
-    return "\n".join(out) + "\n"
+        if sc.memory is not None and (sc.container_started is None or t >= sc.container_started):
+            # cAdvisor through the kubelet, as kube-prometheus-stack's ServiceMonitor scrapes it
+            cadvisor = (("container", "vllm"), ("endpoint", "https-metrics"),
+                        ("id", f"/kubepods.slice/kubepods-burstable.slice/{sc.pod}/vllm"),
+                        ("image", "docker.io/vllm/vllm-openai"), ("instance", "10.128.0.41:10250"),
+                        ("job", "kubelet"), ("metrics_path", "/metrics/cadvisor"),
+                        ("name", f"vllm_{sc.pod}"), ("namespace", sc.namespace),
+                        ("node", sc.node), ("pod", sc.pod), ("service", "kubelet"))
+            families.setdefault("container_memory_working_set_bytes", (
+                "gauge", "Current working set of the container in bytes"))
+            series.setdefault(("container_memory_working_set_bytes",
+                               "container_memory_working_set_bytes", _label_text(cadvisor), ""),
+                              []).append((t, round(sc.memory(t))))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from triage.facts import ContainerContext, Scopes
+from triage.logs import LogSource
 from triage.rules.examples import build, given_metrics
 from triage.rules.language import Example
 from triage.rules.loader import shipped_checklist
@@ -28,13 +29,21 @@ def context(**kw: Any) -> ContainerContext:
 
     ``telemetry``: what Prometheus measured about the pod (a PodTelemetry), or
     "failed" for a Prometheus that could not be read; ``static``: the snapshot is a
-    manifest's, as lint makes it.
+    manifest's, as lint makes it; ``metrics_text``: the pod's /metrics page;
+    ``other_logs``: other pods' current logs, by (pod, container).
     """
     facts = kw.pop("given_facts", None)
     telemetry = kw.pop("telemetry", None)
     static = kw.pop("static", False)
+    metrics_text = kw.pop("metrics_text", None)
+    other_logs = kw.pop("other_logs", {})
     ex = example(**kw)
     snap, pod, container = build(ex)
+    for (pod_name, container_name), text in other_logs.items():  # other pods' current logs
+        snap.logs[(pod["metadata"]["namespace"], pod_name, container_name, "current")] = \
+            LogSource.of(text)
+    if metrics_text is not None:  # the pod's /metrics page, as a scan reads it
+        snap.metrics[(pod["metadata"]["namespace"], pod["metadata"]["name"])] = metrics_text
     if static:  # the pod lint builds from a manifest
         snap.static = "a manifest has no running pod"
     if telemetry == "failed":

@@ -310,3 +310,25 @@ def test_ready_only_with_a_recent_complete_cycle() -> None:
     assert not ready
     assert why == ("the last complete cycle ended 181s ago, more than 3 intervals (180s); "
                    "the last cycle, at 2026-11-28T03:01:00Z, failed: 401 Unauthorized")
+
+
+def test_the_findings_beside_the_pod_are_exported_like_every_other() -> None:
+    """The node's GPU health, a blind autoscaler, probes under load, host memory and an
+    empty InferencePool: each an open finding series with its title, proof and fix, and the
+    LLMInferenceService's pods under their owner."""
+    wanted = {"gpu-health-monitor": "gpu-hardware-error",
+              "autoscaler-blind-keda": "autoscaler-blind",
+              "probe-fails-under-load": "probe-fails-under-load",
+              "host-memory-growth": "host-memory-growth",
+              "inference-pool-empty": "inference-pool-empty",
+              "llmisvc-storage-initializer": "model-download-failed"}
+    for fixture, finding in wanted.items():
+        samples = _samples(_watch("gpu-east", _report(fixture)))
+        open_ = [s for s in samples["vllm_triage_finding"] if s.labels["finding"] == finding]
+        assert open_ and all(set(s.labels) == FINDING_LABELS for s in open_), fixture
+        assert finding in {s.labels["finding"] for s in samples["vllm_triage_finding_info"]}
+        texts = [s for s in samples["vllm_triage_finding_text"]
+                 if s.labels["finding"] == finding]
+        assert texts and all(s.labels["proof"] and s.labels["fix"] for s in texts), fixture
+        if fixture == "llmisvc-storage-initializer":
+            assert {s.labels["workload"] for s in open_} == {"LLMInferenceService/llama-8b"}

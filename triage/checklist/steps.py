@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from triage.checklist.base import Inputs, Step, label
 from triage.facts import ContainerContext
 from triage.facts.engine import recent_stats, stats_summary
@@ -39,11 +41,12 @@ FACTS_READ = (
 )
 
 
-def settle(ctx: ContainerContext) -> None:
+def settle(ctx: ContainerContext, also: Iterable[str] = ()) -> None:
     """Compute what the steps read from a container (its facts, the stats lines' series),
-    then drop the rest: the steps run after the last pod, the logs are gone by then."""
+    then drop the rest: the steps run after the last pod, the logs are gone by then.
+    ``also``: facts others read after the pod is settled (the causes')."""
     stats_summary(ctx)  # memoized on the context, with recent_stats
-    ctx.settle(FACTS_READ)
+    ctx.settle((*FACTS_READ, *also))
 
 
 class ContainerOOMKilled(Step):

@@ -39,11 +39,14 @@ from triage import __version__
 from triage.collect import InputError
 from triage.collect.logtail import keep_end
 from triage.collect.shape import normalize_items
+from triage.kube import workload
 from triage.logs import LogSource, decode, linetime
 from triage.safety import outfile
 from triage.safety.redact import REDACTION_VERSION, redact_object, redact_text
 from triage.snapshot import (
     ALL_KINDS,
+    OPTIONAL_KINDS,
+    PICKER_PODS,
     Obj,
     PodTelemetry,
     PrometheusWindow,
@@ -391,8 +394,16 @@ def _text(value: Any) -> str | None:
 
 def _select(snap: Snapshot) -> None:
     """A fixture's pods, chosen as a live scan chooses them: by spec and labels, then by
-    the first lines of the logs of those that ask for a GPU or fail."""
+    the first lines of the logs of those that ask for a GPU or fail. The InferencePools'
+    endpoint pickers' pods among them are kept apart (``PICKER_PODS``), as a live scan
+    reads them."""
     pods = snap.pods()
+    if PICKER_PODS not in snap.objects and snap.items("inferencepools"):
+        pickers: list[Obj] = []
+        for pool in snap.items("inferencepools"):
+            pickers += [p for p in workload.picker_pods_to_read(workload.endpoint_picker_pods(
+                pool, snap.items("services"), pods)) if all(p is not q for q in pickers)]
+        snap.objects[PICKER_PODS] = pickers
     chosen = selection.select_pods(pods, snap.selector)
     if not snap.selector:
         taken = {id(p) for p in chosen}
@@ -457,7 +468,7 @@ def _load(source: _Source) -> Snapshot:
         if snap.namespace:
             snap.objects = {k: [o for o in v if _in_namespace(o, k, snap.namespace)]
                             for k, v in snap.objects.items()}
-        for optional in ("inferenceservices", "leaderworkersets"):
+        for optional in ("inferenceservices", "leaderworkersets", *OPTIONAL_KINDS):
             if optional not in snap.objects:
                 snap.absent_kinds.add(optional)
     for rel in source.listing("logs", 3, ".log"):
@@ -518,6 +529,8 @@ def _prometheus_document(window: PrometheusWindow) -> dict[str, Any]:
         "pods": [{"namespace": ns, "pod": pod, "values": t.values, "by_model": t.by_model,
                   "series": {k: [list(p) for p in v] for k, v in t.series.items()},
                   "gpus": [redact_object(g) for g in t.gpus], "restarts": t.restarts,
+                  **({"memory": {k: [list(p) for p in v] for k, v in t.memory.items()}}
+                     if t.memory else {}),
                   **({"not_numbers": t.not_numbers} if t.not_numbers else {})}
                  for (ns, pod), t in sorted(window.pods.items())],
     }
@@ -539,6 +552,8 @@ def _read_prometheus(source: _Source, budget: list[int]) -> PrometheusWindow:
                         for k, points in (item.get("series") or {}).items()},
                 gpus=[redact_object(g) for g in item.get("gpus") or [] if isinstance(g, dict)],
                 restarts={str(k): float(v) for k, v in (item.get("restarts") or {}).items()},
+                memory={str(k): [(float(t), float(v)) for t, v in points]
+                        for k, points in (item.get("memory") or {}).items()},
                 not_numbers={str(k): str(v) for k, v in (item.get("not_numbers") or {}).items()
                              if v in ("NaN", "+Inf", "-Inf")})
         return PrometheusWindow(
@@ -553,6 +568,8 @@ def _read_prometheus(source: _Source, budget: list[int]) -> PrometheusWindow:
 def _in_namespace(obj: Obj, kind: str, namespace: str) -> bool:
     if kind == "nodes":
         return True
+    if kind == "events" and (obj.get("involvedObject") or {}).get("kind") == "Node":
+        return True  # a node's events are recorded in namespace default; the scan reads them
     return (obj.get("metadata") or {}).get("namespace") in (None, namespace)
 
 
@@ -565,6 +582,12 @@ _LIST_KINDS = {
     "horizontalpodautoscalers": ("autoscaling/v2", "HorizontalPodAutoscalerList"),
     "inferenceservices": ("serving.kserve.io/v1beta1", "InferenceServiceList"),
     "leaderworkersets": ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSetList"),
+    "endpointslices": ("discovery.k8s.io/v1", "EndpointSliceList"),
+    "scaledobjects": ("keda.sh/v1alpha1", "ScaledObjectList"),
+    # Items read from inference.networking.x-k8s.io/v1alpha2 keep their own apiVersion.
+    "inferencepools": ("inference.networking.k8s.io/v1", "InferencePoolList"),
+    "llminferenceservices": ("serving.kserve.io/v1alpha1", "LLMInferenceServiceList"),
+    PICKER_PODS: ("v1", "PodList"),
 }
 
 

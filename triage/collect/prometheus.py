@@ -351,6 +351,13 @@ def chart_queries(sel: str, rate_window: str) -> list[Query]:
     ]
 
 
+def memory_query(sel: str) -> str:
+    """The containers' working set (cAdvisor; what the kernel OOM-kills at the limit), one
+    series per container: not the pod's cgroup (container="") nor the pause container."""
+    return (f'max by (namespace, pod, container) (container_memory_working_set_bytes'
+            f'{{{sel},container!="",container!="POD"}})')
+
+
 # DCGM field -> (key in a GPU's mapping, range function over the window)
 DCGM_FIELDS = (
     ("DCGM_FI_DEV_FB_USED", "fb_used_mib_max", "max_over_time"),
@@ -455,6 +462,11 @@ class PrometheusCollector:
             jobs.append((f"chart:{q.name}", "/api/v1/query_range", {
                 "query": q.promql, "start": f"{end - self.opts.window_seconds:.3f}",
                 "end": f"{end:.3f}", "step": f"{window.step_seconds:g}"}))
+        # Each container's working set over the window (cAdvisor, by pod and container, as
+        # the latency series are read): a leak is a trend, not one value.
+        jobs.append(("memory", "/api/v1/query_range", {
+            "query": memory_query(sel), "start": f"{end - self.opts.window_seconds:.3f}",
+            "end": f"{end:.3f}", "step": f"{window.step_seconds:g}"}))
 
         # The first query says whether Prometheus is there at all.
         results: dict[str, Any] = {}
@@ -523,6 +535,10 @@ class PrometheusCollector:
                 key = (labels.get("namespace", ""), labels.get("pod", ""))
                 if key in wanted and points:
                     tele(key).series[q.name] = points
+        for labels, points in _matrix(results.get("memory")):
+            key = (labels.get("namespace", ""), labels.get("pod", ""))
+            if key in wanted and points and labels.get("container"):
+                tele(key).memory[labels["container"]] = points
         for t in telemetry.values():
             t.values = _pod_values(t.by_model, combine)
         window.pods = dict(sorted(telemetry.items()))

@@ -90,6 +90,11 @@ _UNDER: dict[str, dict[str, str]] = {
     "predictor": {"model": _OBJECT},
     # An RBAC rule's resources are names (pods, pods/log), not a container's resources.
     "rules": {"resources": _STRINGS},
+    # An EndpointSlice's endpoint: its conditions are one object (ready, serving,
+    # terminating) and its addresses plain IPs, not a node's list of objects.
+    "endpoints": {"conditions": _OBJECT, "addresses": _STRINGS},
+    # An InferencePool's endpoint picker port (v1 before portNumber): an object.
+    "endpointPickerRef": {"port": _OBJECT},
 }
 # A Service's spec.selector is a string map, a workload's a LabelSelector: under
 # "selector", only a LabelSelector's own keys keep their types, any other is a label.

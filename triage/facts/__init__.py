@@ -45,11 +45,14 @@ __all__ = [
 ]
 
 # Register every fact (the modules call @fact at import).
+from triage.facts import autoscaling as _autoscaling  # noqa: F401
 from triage.facts import capacity as _capacity  # noqa: F401
 from triage.facts import container as _container  # noqa: F401
 from triage.facts import engine as _engine  # noqa: F401
 from triage.facts import failures as _failures  # noqa: F401
 from triage.facts import filesystem as _filesystem  # noqa: F401
+from triage.facts import gateway as _gateway  # noqa: F401
+from triage.facts import kserve as _kserve  # noqa: F401
 from triage.facts import kubernetes as _kubernetes  # noqa: F401
 from triage.facts import model as _model  # noqa: F401
 from triage.facts import node as _node  # noqa: F401

@@ -88,8 +88,10 @@ class Scopes:
     def containers(self, pod: Obj, containers: Iterable[Obj]) -> list[ContainerContext]:
         """The contexts of a pod's triaged containers, sharing one pod context."""
         pod_context = self.pod(pod)
-        return [ContainerContext(self.snapshot, pod, c, self, pod_context=pod_context)
+        made = [ContainerContext(self.snapshot, pod, c, self, pod_context=pod_context)
                 for c in containers]
+        pod_context.containers = made
+        return made
 
     def setting(self, name: str) -> Any:
         """A setting of patterns/checklist.yaml; a name it lacks is a programming error."""
@@ -107,6 +109,8 @@ class _Context:
         self._facts: dict[str, Fact] = {}
         # What the rules worked out once for this scope (a node pattern's outcome).
         self.memo: dict[Any, Any] = {}
+        # Values given for this instance alone, over measured ones (a cause's example pod).
+        self.given: dict[str, Any] = {}
 
     def wider(self, scope: str) -> _Context:
         """The context of a wider scope around this one."""
@@ -116,6 +120,8 @@ class _Context:
         """The named fact, from this context or the one of its scope around it; a name not
         in the registry, or a narrower scope's fact, is a programming error."""
         spec = REGISTRY[name]
+        if name in self.given:
+            return given(spec, self.given[name])
         if name in self.scopes.given:
             return given(spec, self.scopes.given[name])
         if spec.scope != self.scope:
@@ -222,6 +228,9 @@ class PodContext(_Context):
         self.pod = pod
         self.namespace = str(meta(pod).get("namespace", ""))
         self.pod_name = str(meta(pod).get("name", ""))
+        # The contexts of its triaged containers (none for a pod that is not triaged): a
+        # pod fact may sum up what its containers' logs say (the CUDA error they ended on).
+        self.containers: list[ContainerContext] = []
         # memo: values derived from /metrics that are not facts, kept so that a settled
         # pod still answers them (the one scrape's numbers: "scrape").
         self._settled = False

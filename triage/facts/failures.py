@@ -17,6 +17,7 @@ from triage.facts import (
     LOG_QUERIES,
     ContainerContext,
     Measured,
+    PodContext,
     Unmeasurable,
     fact,
     stream_label,
@@ -97,3 +98,43 @@ def nccl_failure(ctx: ContainerContext) -> Measured:
     if unread:
         raise Unmeasurable(unread[0])
     return Measured(None, "no NCCL failure in the logs read")
+
+
+# The CUDA error a run ended with (patterns/wordings.yaml cuda_runtime_error): its last one.
+_CUDA_ERROR = LOG_QUERIES.add(Query(wordings.regex("cuda_runtime_error")))
+
+
+@fact("cuda_error", unit="text", scope="container",
+      doc="the CUDA error the container's last run ended with: the words of the last "
+          "'CUDA error: ...' (PyTorch's RuntimeError or torch.AcceleratorError) or the "
+          "CUDA_ERROR_* code in its previous log, else its current log; None when the logs "
+          "read show none")
+def cuda_error(ctx: ContainerContext) -> Measured:
+    ctx.runtime("the container's logs")
+    for stream in (PREVIOUS, CURRENT):
+        index = ctx.log(stream)
+        hits = index.result(_CUDA_ERROR).last if index is not None else []
+        if hits:
+            hit = hits[-1]
+            text = hit.groups[1] or hit.groups[2] or hit.groups[0] or ""
+            return Measured(text, f"{stream_label(stream)} ({ctx.name}) line {hit.line.number}: "
+                                  f"{hit.line.message.strip()[:200]}")
+    if not ctx.logs and ctx.logs_unread():
+        raise Unmeasurable(ctx.logs_unread()[0])
+    return Measured(None, f"container {ctx.name}: no CUDA error in the logs read")
+
+
+@fact("pod_cuda_error", unit="text", scope="pod",
+      doc="the CUDA error one of the pod's triaged containers last ended with (cuda_error of "
+          "the first that has one); None when none has one or the pod is not triaged")
+def pod_cuda_error(ctx: PodContext) -> Measured:
+    unknown: str | None = None
+    for container in ctx.containers:
+        found = container.fact("cuda_error")
+        if found.unknown:
+            unknown = unknown or found.unknown
+        elif found.value is not None:
+            return Measured(found.value, f"pod {ctx.pod_name}: {found.evidence}")
+    if unknown:
+        raise Unmeasurable(unknown)
+    return Measured(None, f"pod {ctx.pod_name}: no CUDA error in its triaged containers' logs")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from triage.facts import ContainerContext, Measured, Unmeasurable, fact
 from triage.facts.engine import flag_at
+from triage.results import Location
 from triage.speed import lazyregex
 
 _MOE = lazyregex.compile(r"(?i)(?:^|[-_/.])(\d+)x(\d+(?:\.\d+)?)b(?![a-z0-9])")
@@ -88,8 +89,12 @@ def _bytes_per_param(ctx: ContainerContext, name: str) -> tuple[float, str]:
           "8x7B) x bytes per parameter (--dtype, --quantization, AWQ/GPTQ/FP8 in the name); "
           "None when the name gives no size")
 def model_weights_gib(ctx: ContainerContext) -> Measured:
-    name = _model(ctx)
-    at = flag_at(ctx, "model")
+    return estimate_weights_gib(ctx, _model(ctx), flag_at(ctx, "model"))
+
+
+def estimate_weights_gib(ctx: ContainerContext, name: str, at: tuple[Location, ...]
+                         ) -> Measured:
+    """The weights of the model ``name`` names, estimated: parameters x bytes each."""
     params = _params_billions(name) if name else None
     if params is None:
         return Measured(None, f"container {ctx.name}: the model name {name or '(none)'} gives "

@@ -154,3 +154,18 @@ def node_gpu_capacity(ctx: NodeContext) -> Measured:
           "plugin marked a GPU unhealthy")
 def node_gpu_allocatable(ctx: NodeContext) -> Measured:
     return _gpu_quantity(ctx, "allocatable")
+
+
+@fact("node_taints", unit="list", scope="node",
+      doc="the taints of the pod's node (spec.taints), each 'key=value:effect': how a GPU "
+          "health monitor quarantines a node (NVSentinel's fault quarantine, e.g. "
+          "nvidia.com/gpu-xid-error=true:NoSchedule); None when the pod is on no node read")
+def node_taints(ctx: NodeContext) -> Measured:
+    node = _node(ctx)
+    if node is None:
+        return Measured(None, "the pod is not on a node that was read")
+    taints = [t for t in (node.get("spec") or {}).get("taints") or [] if isinstance(t, dict)]
+    found = [f"{t.get('key')}={t.get('value') or ''}:{t.get('effect') or ''}" for t in taints]
+    if not found:
+        return Measured([], f"node {ctx.node_name} has no taints")
+    return Measured(found, f"node {ctx.node_name} spec.taints: {', '.join(found)}")

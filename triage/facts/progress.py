@@ -32,7 +32,7 @@ import regex
 
 from triage.facts import LOG_QUERIES, ContainerContext, Measured, Unmeasurable, fact
 from triage.logs import Hit, LogIndex, LogLine, Query, bars, linetime
-from triage.snapshot import CURRENT
+from triage.snapshot import CURRENT, PREVIOUS
 from triage.vllm import wordings
 
 DOWNLOAD_SILENT = "download (no progress printed)"
@@ -321,3 +321,42 @@ def engine_stalled_seconds(ctx: ContainerContext) -> Measured:
                           f"log lines {first.line.number}-{last.line.number} "
                           f"({_when(first.line, anchor)} to {_when(last.line, anchor)}): "
                           f"{last.line.message.strip()[:100]}")
+
+
+def ready_at(ctx: ContainerContext, stream: str) -> datetime | None:
+    """When a run of the container started serving: the time of its log's ready line."""
+    report = ctx.startup.get(stream)
+    if report is None or report.ready_line is None:
+        return None
+    status = ctx.status
+    run = (status.get("lastState") or {}).get("terminated") if stream == PREVIOUS else (
+        (status.get("state") or {}).get("running") or (status.get("state") or {}).get(
+            "terminated"))
+    anchor = linetime.parse_time((run or {}).get("startedAt"))
+    found = linetime.line_time(report.ready_line.raw, anchor)
+    return found[0] if found else None
+
+
+@fact("previous_run_served_seconds", unit="seconds", scope="container",
+      doc="how long the container's previous run served before it ended: from its log's "
+          "ready line to lastState.terminated.finishedAt; None when it ended without having "
+          "served (a crash or a kill during start-up)")
+def previous_run_served_seconds(ctx: ContainerContext) -> Measured:
+    ctx.runtime("the container's status and logs")
+    ended = (ctx.status.get("lastState") or {}).get("terminated")
+    if not ended:
+        return Measured(None, f"container {ctx.name} has no previous run")
+    if ctx.log(PREVIOUS) is None:
+        why = ctx.log_failure(PREVIOUS)
+        if why:
+            raise Unmeasurable(why)
+        return Measured(None, f"container {ctx.name}: the previous run's log was not read")
+    ready = ready_at(ctx, PREVIOUS)
+    finished = linetime.parse_time(ended.get("finishedAt"))
+    if ready is None or finished is None:
+        return Measured(None, f"container {ctx.name}'s previous run did not log that it serves"
+                              if ready is None else "its end time is not known")
+    secs = max(0.0, (finished - ready).total_seconds())
+    return Measured(secs, f"container {ctx.name}'s previous run served from "
+                          f"{linetime_iso(ready)} until it ended at {ended.get('finishedAt')} "
+                          f"({ended.get('reason')}, exit {ended.get('exitCode')}): {_span(secs)}")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from triage.facts import ContainerContext, Measured, PodContext, fact
+from triage.facts import ContainerContext, Measured, PodContext, Unmeasurable, fact
 from triage.facts.contexts import OfPod
 
 
@@ -188,3 +188,114 @@ def restarts_in_window(ctx: ContainerContext) -> Measured:
     n = telemetry.restarts[ctx.name]
     return Measured(n, f"{prom.label}: container {ctx.name} restarted {n:.0f} time(s) "
                        "(kube-state-metrics)")
+
+
+# --- host memory over the window (cAdvisor's working set) -------------------------------
+
+def _memory(ctx: ContainerContext) -> tuple[list[tuple[float, float]], str]:
+    """The container's working set over the window, oldest first, and the source (or why
+    there is none)."""
+    ctx.runtime("Prometheus")
+    prom = ctx.snapshot.prometheus
+    if prom is None:
+        failed = ctx.prometheus_failure()
+        return [], (f"Prometheus could not be read ({failed})" if failed else
+                    "no memory series: --prometheus was not given")
+    telemetry = ctx.telemetry
+    points = sorted(telemetry.memory.get(ctx.name, [])) if telemetry is not None else []
+    if len(points) < 2:
+        return [], (f"{prom.source} has no container_memory_working_set_bytes series for "
+                    f"{ctx.namespace}/{ctx.pod_name} ({ctx.name}) in the last "
+                    f"{prom.label.rsplit(' ', 1)[-1]}")
+    return points, prom.label
+
+
+def _slope_per_hour(points: list[tuple[float, float]]) -> float:
+    """The least-squares slope of (seconds, bytes) points, in bytes per hour."""
+    n = len(points)
+    mean_t = sum(t for t, _ in points) / n
+    mean_v = sum(v for _, v in points) / n
+    var = sum((t - mean_t) ** 2 for t, _ in points)
+    if var == 0:
+        return 0.0
+    return 3600.0 * sum((t - mean_t) * (v - mean_v) for t, v in points) / var
+
+
+def _gib(value: float) -> str:
+    return f"{value / 2**30:,.2f} GiB"
+
+
+def _span_text(points: list[tuple[float, float]]) -> str:
+    hours = (points[-1][0] - points[0][0]) / 3600
+    return f"{hours:,.1f} h" if hours >= 1 else f"{hours * 60:,.0f} min"
+
+
+def _recent(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The last quarter of the window (at least its last two points)."""
+    start = points[-1][0] - (points[-1][0] - points[0][0]) / 4
+    return [p for p in points if p[0] >= start] if len(
+        [p for p in points if p[0] >= start]) >= 2 else points[-2:]
+
+
+@fact("memory_working_set_bytes", unit="bytes", scope="container",
+      doc="the container's memory working set at the end of the window "
+          "(container_memory_working_set_bytes, what the kernel OOM-kills at the limit); "
+          "None without Prometheus")
+def memory_working_set_bytes(ctx: ContainerContext) -> Measured:
+    points, source = _memory(ctx)
+    if not points:
+        return Measured(None, source)
+    first, last = points[0][1], points[-1][1]
+    return Measured(last, f"{source}: {ctx.name} working set {_gib(last)} now, {_gib(first)} "
+                          f"{_span_text(points)} earlier (container_memory_working_set_bytes)")
+
+
+@fact("memory_growth_bytes_per_hour", unit="bytes/h", scope="container",
+      doc="how fast the container's working set grew over the whole window (least-squares "
+          "slope of container_memory_working_set_bytes); None without Prometheus")
+def memory_growth_bytes_per_hour(ctx: ContainerContext) -> Measured:
+    points, source = _memory(ctx)
+    if not points:
+        return Measured(None, source)
+    slope = _slope_per_hour(points)
+    return Measured(slope, f"{source}: {ctx.name} working set {_gib(points[0][1])} -> "
+                           f"{_gib(points[-1][1])} over {_span_text(points)}, "
+                           f"{slope / 2**20:+,.0f} MiB/h on average")
+
+
+@fact("memory_growth_recent_bytes_per_hour", unit="bytes/h", scope="container",
+      doc="how fast the working set grew in the last quarter of the window: still growing, "
+          "or flat again after a load; None without Prometheus")
+def memory_growth_recent_bytes_per_hour(ctx: ContainerContext) -> Measured:
+    points, source = _memory(ctx)
+    if not points:
+        return Measured(None, source)
+    recent = _recent(points)
+    slope = _slope_per_hour(recent)
+    return Measured(slope, f"{source}: {ctx.name} working set {_gib(recent[0][1])} -> "
+                           f"{_gib(recent[-1][1])} in the last {_span_text(recent)}, "
+                           f"{slope / 2**20:+,.0f} MiB/h")
+
+
+@fact("memory_hours_to_limit", unit="hours", scope="container",
+      doc="hours until the working set reaches resources.limits.memory at the rate of the "
+          "window's last quarter (memory_growth_recent_bytes_per_hour); None when it does not "
+          "grow, there is no limit, or no Prometheus")
+def memory_hours_to_limit(ctx: ContainerContext) -> Measured:
+    points, source = _memory(ctx)
+    if not points:
+        return Measured(None, source)
+    limit = ctx.fact("memory_limit_bytes")
+    if limit.unknown:
+        raise Unmeasurable(limit.unknown)
+    if not limit.value:
+        return Measured(None, f"container {ctx.name} has no memory limit")
+    slope = _slope_per_hour(_recent(points))
+    now = points[-1][1]
+    if slope <= 0:
+        return Measured(None, f"{source}: {ctx.name} working set {_gib(now)} of "
+                              f"{_gib(float(limit.value))} is not growing now")
+    hours = max(0.0, (float(limit.value) - now) / slope)
+    return Measured(hours, f"{source}: {ctx.name} working set {_gib(now)} of its "
+                           f"{_gib(float(limit.value))} limit, growing "
+                           f"{slope / 2**20:,.0f} MiB/h: the limit in {hours:,.1f} h")

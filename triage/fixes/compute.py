@@ -182,6 +182,10 @@ def target_of(ctx: ContainerContext, target: str) -> patches.Target | None:
         if isvc is not None:
             name = ctx.name if ctx.name != "kserve-container" else "kserve-container"
             return patches.Target("InferenceService", _typed(isvc, "InferenceService"), name)
+        llm = workload.llm_inference_service(ctx.snapshot, ctx.pod)
+        if llm is not None:  # its Deployments are KServe's: the LLMInferenceService is patched
+            return patches.Target("LLMInferenceService", _typed(llm, "LLMInferenceService"),
+                                  ctx.name)
         lws = workload.leader_worker_set(ctx.snapshot, ctx.pod)
         if lws is not None:  # its StatefulSets are the LWS controller's: the LWS is patched
             return patches.Target("LeaderWorkerSet", _typed(lws[0], "LeaderWorkerSet"),
@@ -192,7 +196,10 @@ def target_of(ctx: ContainerContext, target: str) -> patches.Target | None:
         return None
     if target == "autoscaler":
         kind, name = _workload(ctx)
-        hpas = workload.autoscalers_for(ctx.snapshot, kind, name, ctx.namespace)
+        # An HPA a KEDA ScaledObject made is KEDA's to write: a patch of it is undone.
+        hpas = [h for h in workload.autoscalers_for(ctx.snapshot, kind, name, ctx.namespace)
+                if not any(r.get("kind") == "ScaledObject"
+                           for r in meta(h).get("ownerReferences") or [])]
         if not hpas:
             return None
         return patches.Target("HorizontalPodAutoscaler",
@@ -222,6 +229,8 @@ def _build(ctx: ContainerContext, filled: dict[str, Any]) -> Patch | None:
         if target.kind == "LeaderWorkerSet" else None
     if lws is not None:
         filled["template"] = list(lws[1])  # the leader's template or the workers'
+    if target.kind == "LLMInferenceService":
+        filled["template"] = list(workload.llm_template_path(ctx.pod))
     edits = patches.Edits(args=filled["args"], container=filled["container"],
                           pod=filled["pod"], spec=filled["spec"],
                           template=tuple(filled["template"]) if filled.get("template")

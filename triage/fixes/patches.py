@@ -30,14 +30,18 @@ _TEMPLATE = {
     "DaemonSet": ("spec", "template", "spec"),
     "InferenceService": ("spec", "predictor"),
     "LeaderWorkerSet": ("spec", "leaderWorkerTemplate", "workerTemplate", "spec"),
+    # KServe's LLMInferenceService: the main workload's pod spec (the prefill workload's
+    # is spec.prefill.template, given as the Edits' template).
+    "LLMInferenceService": ("spec", "template"),
 }
 API_VERSION = {
     "Deployment": "apps/v1", "StatefulSet": "apps/v1", "ReplicaSet": "apps/v1",
     "DaemonSet": "apps/v1", "InferenceService": "serving.kserve.io/v1beta1",
     "LeaderWorkerSet": "leaderworkerset.x-k8s.io/v1",
+    "LLMInferenceService": "serving.kserve.io/v1alpha1",
     "HorizontalPodAutoscaler": "autoscaling/v2", "PersistentVolumeClaim": "v1",
 }
-_CUSTOM = {"InferenceService", "LeaderWorkerSet"}
+_CUSTOM = {"InferenceService", "LeaderWorkerSet", "LLMInferenceService"}
 # Lists a strategic-merge patch merges by this key (Kubernetes' patchMergeKey).
 _MERGE_KEYS = {"containers": "name", "initContainers": "name", "volumes": "name",
                "env": "name", "volumeMounts": "mountPath"}
@@ -254,7 +258,9 @@ def _descend(obj: Obj, path: tuple[str, ...]) -> Obj | None:
 
 
 def _find_container(kind: str, pod: Obj, name: str) -> Obj | None:
-    for c in pod.get("containers") or []:
+    # An init container's fix (a model download's) edits it where the template has it; one
+    # a controller injects (KServe's storage-initializer) is not there, and gets no patch.
+    for c in [*(pod.get("containers") or []), *(pod.get("initContainers") or [])]:
         if isinstance(c, dict) and c.get("name") == name:
             return c
     if kind == "InferenceService" and isinstance(pod.get("model"), dict) \

@@ -130,7 +130,8 @@ def shm_is_memory_backed(pod: Obj, container: Obj) -> bool:
 
 
 _OWNER_PLURAL = {"ReplicaSet": "replicasets", "Deployment": "deployments",
-                 "StatefulSet": "statefulsets", "LeaderWorkerSet": "leaderworkersets"}
+                 "StatefulSet": "statefulsets", "LeaderWorkerSet": "leaderworkersets",
+                 "LLMInferenceService": "llminferenceservices"}
 LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 
 
@@ -303,6 +304,109 @@ def autoscalers_for(snapshot: Snapshot, kind: str, name: str, namespace: str) ->
                 and ref.get("name") == name):
             out.append(hpa)
     return out
+
+
+def scaled_objects_for(snapshot: Snapshot, kind: str, name: str, namespace: str) -> list[Obj]:
+    """KEDA ScaledObjects whose scaleTargetRef is this workload (kind Deployment when the
+    reference names none, as KEDA defaults it)."""
+    out = []
+    for so in snapshot.items("scaledobjects"):
+        ref = (so.get("spec") or {}).get("scaleTargetRef") or {}
+        if ((meta(so).get("namespace") or "") == namespace and ref.get("name") == name
+                and (ref.get("kind") or "Deployment") == kind):
+            out.append(so)
+    return out
+
+
+def selector_matches(selector: Any, labels: dict[str, Any]) -> bool:
+    """Whether labels satisfy a LabelSelector (matchLabels and matchExpressions) or a plain
+    label map (a Service's selector, an InferencePool v1alpha2's); an empty selector matches
+    nothing here (no object of interest selects every pod)."""
+    if not isinstance(selector, dict) or not selector:
+        return False
+    if "matchLabels" in selector or "matchExpressions" in selector:
+        wanted = selector.get("matchLabels") or {}
+        expressions = selector.get("matchExpressions") or []
+    else:
+        wanted, expressions = selector, []
+    if not isinstance(wanted, dict) or not isinstance(expressions, list):
+        return False
+    if not wanted and not expressions:
+        return False
+    if any(str(labels.get(k)) != str(v) or k not in labels for k, v in wanted.items()):
+        return False
+    for expr in expressions:
+        if not isinstance(expr, dict):
+            return False
+        key, op = str(expr.get("key")), str(expr.get("operator"))
+        values = [str(v) for v in expr.get("values") or []]
+        has = key in labels
+        if (op == "In" and (not has or str(labels[key]) not in values)) or \
+                (op == "NotIn" and has and str(labels[key]) in values) or \
+                (op == "Exists" and not has) or (op == "DoesNotExist" and has):
+            return False
+    return True
+
+
+def endpoint_picker_service(pool: Obj) -> str | None:
+    """The name of the Service of an InferencePool's endpoint picker (EPP), in the pool's
+    namespace: v1 ``spec.endpointPickerRef``, v1alpha2 ``spec.extensionRef`` (kind Service
+    unless it names another, as the CRDs default it)."""
+    spec = pool.get("spec") or {}
+    ref = spec.get("endpointPickerRef") or spec.get("extensionRef") or {}
+    if not isinstance(ref, dict) or (ref.get("kind") or "Service") != "Service" \
+            or (ref.get("group") or "") != "":
+        return None
+    return str(ref["name"]) if ref.get("name") else None
+
+
+# The endpoint picker pods of one InferencePool whose logs are read (one is active; a
+# second may stand by for leader election).
+MAX_PICKER_PODS = 2
+
+
+def picker_pods_to_read(pods: list[Obj]) -> list[Obj]:
+    """Of an endpoint picker's pods, those whose logs are read: the running ones first, at
+    most ``MAX_PICKER_PODS``."""
+    running = [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
+    return (running or pods)[:MAX_PICKER_PODS]
+
+
+def endpoint_picker_pods(pool: Obj, services: list[Obj], pods: list[Obj]) -> list[Obj]:
+    """The pods of the pool's endpoint picker: those its Service selects, in its namespace."""
+    name, namespace = endpoint_picker_service(pool), meta(pool).get("namespace") or ""
+    service = next((s for s in services if meta(s).get("name") == name
+                    and (meta(s).get("namespace") or "") == namespace), None) if name else None
+    if service is None:
+        return []
+    selector = (service.get("spec") or {}).get("selector")
+    return [p for p in pods if (meta(p).get("namespace") or "") == namespace
+            and selector_matches(selector, meta(p).get("labels") or {})]
+
+
+def pod_ready(pod: Obj) -> bool:
+    """The pod's Ready condition is True (what a Service's endpoints and a gateway's pool
+    count)."""
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if isinstance(cond, dict) and cond.get("type") == "Ready":
+            return str(cond.get("status")) == "True"
+    return False
+
+
+def llm_inference_service(snapshot: Snapshot, pod: Obj) -> Obj | None:
+    """The KServe LLMInferenceService that owns the pod's Deployment, as read."""
+    chain = owner_chain(snapshot, pod)
+    return next((o for o in chain if o.get("kind") == "LLMInferenceService"), None)
+
+
+def llm_template_path(pod: Obj) -> tuple[str, ...]:
+    """Where an LLMInferenceService holds the pod's template: spec.prefill.template for its
+    prefill workload (app.kubernetes.io/component llminferenceservice-workload-prefill),
+    else spec.template."""
+    component = str((meta(pod).get("labels") or {}).get("app.kubernetes.io/component") or "")
+    if component.endswith("-prefill"):
+        return ("spec", "prefill", "template")
+    return ("spec", "template")
 
 
 def inference_service(snapshot: Snapshot, pod: Obj) -> Obj | None:

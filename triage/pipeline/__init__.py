@@ -15,7 +15,7 @@ from triage.collect import InputError
 from triage.facts import LOG_QUERIES, ContainerContext, Scopes
 from triage.report import build, pod_result
 from triage.results import Report, Severity, Verdict
-from triage.rules.causes import join
+from triage.rules.causes import facts_read, join
 from triage.rules.evaluate import PodDiagnosis, classify, queries_for
 from triage.rules.loader import PatternError, builtin_dir, load_patterns, shipped_checklist
 from triage.snapshot import Obj, Snapshot
@@ -49,10 +49,12 @@ def analyze(snapshot: Snapshot, pattern_dirs: list[Path] | None = None,
         return scopes.containers(pod, triaged_containers(pod, snapshot.selector,
                                                          snapshot.selected_by_log))
 
+    kept_for_causes = sorted(facts_read(loaded.causes))
+
     def settled(diag: PodDiagnosis) -> None:
         diag.result = pod_result(snapshot, diag)
         for ctx in diag.contexts:
-            settle_for_steps(ctx)
+            settle_for_steps(ctx, kept_for_causes)
         snapshot.release_metrics(diag.namespace, diag.name)
 
     pods, rule_warnings = classify(snapshot, loaded.patterns, contexts, arrivals,

@@ -80,13 +80,18 @@ def findings_markdown(patterns: tuple[Pattern, ...], step_titles: dict[int, str]
     for c in sorted(causes, key=lambda c: c.id):
         carried = (f"every {c.by.severity.value} finding" if c.by.severity is not None else
                    ", ".join(f"`{i}`" for i in c.by.finding_ids))
-        lines += ["", f"### {c.id}", "", f"**{_cell(c.title)}**: a cause, said on the cards of "
-                  f"{carried} of the pods it holds for, and of "
-                  + ", ".join(f"`{i}`" for i in c.of.finding_ids) + " of the pods that "
-                  "suffer it.", ""]
+        if c.of is not None:
+            said = (f"**{_cell(c.title)}**: a cause, said on the cards of {carried} of the pods "
+                    "it holds for, and of " + ", ".join(f"`{i}`" for i in c.of.finding_ids)
+                    + " of the pods that suffer it.")
+        else:
+            said = (f"**{_cell(c.title)}**: a cause, said together on the cards of {carried} "
+                    f"of the pods it holds for that share a {c.same}.")
+        lines += ["", f"### {c.id}", "", said, ""]
         if c.summary:
             lines += [" ".join(c.summary.split()), ""]
-        lines.append("Reads: " + "; ".join(_condition_reads([c.by.pods, c.of.pods])) + ".")
+        lines.append("Reads: " + "; ".join(_condition_reads(
+            [s.pods for s in (c.by, c.of) if s is not None])) + ".")
         lines += ["", "Sources:", ""]
         lines += [f"- {_cell(ref)}" for ref in c.references] or ["- (none listed)"]
     return "\n".join(lines) + "\n"

@@ -17,12 +17,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from triage.facts import PodContext, Scopes
-from triage.fixes.language import FixCase, Missing, render
+from triage.facts import REGISTRY, PodContext, Scopes
+from triage.fixes.language import FixCase, Missing, render, template_names
 from triage.kube import workload
 from triage.results import Finding
 from triage.rules.evaluate import Evaluator, PodDiagnosis
-from triage.rules.language import CausePattern, CauseSide
+from triage.rules.language import CausePattern, CauseSide, FactLeaf, walk
 from triage.snapshot import Obj, meta
 
 
@@ -47,6 +47,32 @@ class _Pod:
     @property
     def namespace(self) -> str:
         return str(meta(self.pod).get("namespace", ""))
+
+    @property
+    def node(self) -> str:
+        return str(workload.pod_spec(self.pod).get("nodeName") or "")
+
+
+def facts_read(causes: Iterable[CausePattern]) -> set[str]:
+    """The pod facts the causes read (in their sides' conditions and, as by_FACT or
+    of_FACT, in their sentences): kept when a pod is settled, since the causes are joined
+    after every pod's logs are dropped."""
+    names: set[str] = set()
+    for cause in causes:
+        for side in (cause.by, cause.of):
+            if side is not None:
+                names |= {leaf.name for leaf in walk(side.pods, into_not=True)
+                          if isinstance(leaf, FactLeaf)}
+        for case in cause.says:
+            said = template_names(case.text) | {n for _, e in case.values
+                                               for n in _expression_names(e)}
+            names |= {n.split("_", 1)[1] for n in said if n.startswith(("by_", "of_"))}
+    return {n for n in names if n in REGISTRY and REGISTRY[n].scope == "pod"}
+
+
+def _expression_names(expr: Any) -> frozenset[str]:
+    parsed = expr.parsed() if hasattr(expr, "parsed") else expr
+    return frozenset(getattr(parsed, "names", frozenset()))
 
 
 def join(causes: Iterable[CausePattern], scopes: Scopes, diagnoses: list[PodDiagnosis],
@@ -89,10 +115,20 @@ def _links(cause: CausePattern, pods: list[_Pod], scopes: Scopes,
 
     groups: dict[str, list[_Pod]] = {}
     for pod in pods:
-        if holds(cause.by, pod):
-            groups.setdefault(pod.workload, []).append(pod)
-    suffering = [pod for pod in pods if holds(cause.of, pod)]
+        key = pod.workload if cause.same == "workload" else pod.node
+        if key and holds(cause.by, pod):
+            groups.setdefault(key, []).append(pod)
     out: list[CauseLink] = []
+    if cause.of is None:  # the pods of one node, said together on each of their cards
+        for members in groups.values():
+            said = _says(cause, scopes, members, [])
+            if said is None:
+                continue
+            for pod in members:
+                for f in _carried(cause.by, pod.diagnosis.findings):
+                    out.append(CauseLink(cause.id, pod.namespace, pod.workload, f.id, said))
+        return out
+    suffering = [pod for pod in pods if holds(cause.of, pod)]
     for label, members in groups.items():
         others = [p for p in suffering if p.workload != label]
         if not others:
@@ -143,10 +179,19 @@ class _Values(dict[str, Any]):
             return len(pods)
         if what == "findings":
             chosen = self.cause.by if side == "by" else self.cause.of
-            return ", ".join(f.id for f in _carried(chosen, pods[0].diagnosis.findings))
+            found = _carried(chosen, pods[0].diagnosis.findings) if chosen else []
+            return ", ".join(f.id for f in found)
+        if what == "node":
+            return pods[0].node
+        if what == "pod_names":
+            return ", ".join(str(meta(p.pod).get("name")) for p in pods)
         values = [p.context.value(what) for p in pods]
         numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
-        return sum(numbers) if numbers else None
+        if numbers:
+            return sum(numbers)
+        # A text fact of the pods (the CUDA error each ended with): each distinct one, once.
+        texts = list(dict.fromkeys(str(v) for v in values if v not in (None, "", [])))
+        return "; ".join(texts) if texts else None
 
 
 def _says(cause: CausePattern, scopes: Scopes, by: list[_Pod], of: list[_Pod]) -> str | None:

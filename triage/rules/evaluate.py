@@ -44,7 +44,7 @@ from triage.rules.language import (
     RootCauseLeaf,
     walk,
 )
-from triage.snapshot import LOG_STREAMS, Obj, Snapshot, event_times, meta
+from triage.snapshot import LOG_STREAMS, NODE_EVENTS, Obj, Snapshot, event_times, meta
 from triage.speed import lazyregex
 from triage.vllm.metrics import describe
 
@@ -278,6 +278,10 @@ class Evaluator:
                 events += ctx.snapshot.events_about(str(owner.get("kind")), ctx.namespace,
                                                     str(meta(owner).get("name")),
                                                     str(meta(owner).get("uid") or ""))
+        if leaf.about == "node" and ctx.node_name:
+            events += ctx.snapshot.events_about("Node", "", ctx.node_name)
+        if leaf.about == "autoscaler":
+            events += autoscaler_events(ctx)
         out: list[str] = []
         for ev in events:
             if leaf.type and ev.get("type") != leaf.type:
@@ -301,6 +305,9 @@ class Evaluator:
                 out.append(item)
         if out:
             return _true(*out)
+        if leaf.about == "node":
+            failed = ctx.snapshot.failure(NODE_EVENTS)
+            return _unknown(str(failed)) if failed and ctx.node_name else FALSE
         why = ctx.events_failure()
         return _unknown(why) if why else FALSE
 
@@ -354,6 +361,21 @@ class Evaluator:
         if leaf.comparison is not None and not compare(value, leaf.comparison):
             return FALSE
         return _true(f"{describe(leaf.name, value)} ({ctx.metrics_source()})")
+
+
+def autoscaler_events(ctx: ContainerContext | PodContext) -> list[Obj]:
+    """The events about the HorizontalPodAutoscalers and KEDA ScaledObjects acting on the
+    pod's workload (the HPA controller's FailedGetPodsMetric, KEDA's KEDAScalerFailed)."""
+    if ctx.owner is None:
+        return []
+    kind, obj = ctx.owner
+    name = str(meta(obj).get("name"))
+    targets = [("HorizontalPodAutoscaler", h) for h in
+               workload.autoscalers_for(ctx.snapshot, kind, name, ctx.namespace)]
+    targets += [("ScaledObject", so) for so in
+                workload.scaled_objects_for(ctx.snapshot, kind, name, ctx.namespace)]
+    return [ev for k, target in targets for ev in ctx.snapshot.events_about(
+        k, ctx.namespace, str(meta(target).get("name")), str(meta(target).get("uid") or ""))]
 
 
 def _finding(leaf: FindingLeaf, diag: PodDiagnosis) -> Outcome:

@@ -249,6 +249,7 @@ def run_cause_example(cause: CausePattern, example: CauseExample,
     diagnoses: list[PodDiagnosis] = []
     for pod, spec in zip(snap.pods(), example.pods, strict=True):
         diag = PodDiagnosis(pod, scopes.containers(pod, pod["spec"]["containers"]))
+        diag.contexts[0].pod_context.given = dict(spec.get("facts") or {})
         for fid in spec.get("findings") or []:
             diag.findings.append(Finding(
                 id=fid, severity=severities.get(fid, Severity.WARNING), title=fid, step=1,

@@ -32,7 +32,13 @@ E = TypeVar("E")  # a whole-rule example
 NUMERIC_OPS = ("gt", "gte", "lt", "lte")
 COMPARISONS = ("equals", "not_equals", "in", "not_in", "regex", *NUMERIC_OPS, "between",
                "exists")
-EVENT_ABOUT = ("pod", "owner", "any")
+# Whose events an event leaf reads: the pod's, its owners' (ReplicaSet, Deployment, ...),
+# both, its node's (GPU health monitors record warnings there) or its workload's
+# autoscalers' (HorizontalPodAutoscaler, KEDA ScaledObject).
+EVENT_ABOUT = ("pod", "owner", "any", "node", "autoscaler")
+# How a cause groups the pods whose failure is the cause: by workload (said when pods of
+# other workloads suffer it, ``of``), or by node (said of the pods of one node together).
+CAUSE_GROUPS = ("workload", "node")
 
 
 @dataclass(frozen=True)
@@ -330,16 +336,18 @@ class CausePattern:
     id: str
     title: str
     by: CauseSide
-    of: CauseSide
+    of: CauseSide | None  # None for a cause of pods that share a node (``same: node``)
     says: tuple[FixCase, ...]
     source: str
     summary: str = ""
     references: tuple[str, ...] = ()
     examples: Sequence[CauseExample] = ()
+    same: str = "workload"  # CAUSE_GROUPS: how the ``by`` pods are grouped
 
     def finding_refs(self) -> set[str]:
-        found = set(self.by.finding_ids) | set(self.of.finding_ids)
-        for cond in (self.by.pods, self.of.pods):
+        sides = [s for s in (self.by, self.of) if s is not None]
+        found = {i for s in sides for i in s.finding_ids}
+        for cond in (s.pods for s in sides):
             for leaf in walk(cond, into_not=True):
                 if isinstance(leaf, FindingLeaf):
                     found.update(leaf.ids)

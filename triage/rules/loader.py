@@ -33,6 +33,7 @@ from triage.fixes.language import (
 from triage.results import Severity, Verdict
 from triage.rules.fields import check_path, parse_path
 from triage.rules.language import (
+    CAUSE_GROUPS,
     COMPARISONS,
     DEFAULT_LOG_LEVELS,
     EVENT_ABOUT,
@@ -104,7 +105,7 @@ _CAUSE_KEYS = {"id", "scope", "title", "summary", "cause", "references", "exampl
 _SAYS_KEYS = {"values", "if", "text"}
 _CAUSE_EXAMPLE_KEYS = {"name", "reports", "pods", "nodes", "says"}
 _EXAMPLE_POD_KEYS = {"name", "workload", "node", "gpus", "phase", "state", "restarts",
-                     "findings"}
+                     "findings", "facts"}
 # The leaves a pattern of each scope may use: what that scope's context can answer.
 _SCOPE_LEAVES = {
     "pod": ("any", "all", "not", "pod", "node", "event", "fact", "metric", "finding"),
@@ -128,7 +129,9 @@ _EXAMPLE_KEYS = {"name", "reports", "log", "previous_log", "status", "pod", "con
                  "severity"}
 _UNREAD_KINDS = ("logs", "events", "metrics", "nodes", "configmaps", "services",
                  "replicasets", "deployments", "statefulsets", "horizontalpodautoscalers",
-                 "inferenceservices", "persistentvolumeclaims")
+                 "inferenceservices", "persistentvolumeclaims", "nodeevents",
+                 "endpointslices", "scaledobjects", "inferencepools", "llminferenceservices",
+                 "pickerpods")
 
 
 class _Reader:
@@ -646,14 +649,21 @@ class _Reader:
         if not _ID.match(pid):
             raise self.fail("id", f"must be lower-case words joined by '-', got {pid!r}")
         cause = data.get("cause")
-        if not isinstance(cause, dict) or set(cause) != {"by", "of", "says"}:
-            raise self.fail("cause", "must be a mapping with by, of and says")
-        by, of = (self.cause_side(cause[k], f"cause.{k}") for k in ("by", "of"))
+        same = cause.get("same", "workload") if isinstance(cause, dict) else "workload"
+        keys = {"by", "of", "says"} if same == "workload" else {"same", "by", "says"}
+        if same not in CAUSE_GROUPS:
+            raise self.fail("cause.same", "must be one of " + ", ".join(CAUSE_GROUPS))
+        if not isinstance(cause, dict) or set(cause) - {"same"} != keys - {"same"}:
+            raise self.fail("cause", "must be a mapping with by, of and says (or, with same: "
+                            "node, by and says: the pods of one node said together)")
+        by = self.cause_side(cause["by"], "cause.by")
+        of = self.cause_side(cause["of"], "cause.of") if "of" in keys else None
         names = {n for n, spec in FACTS.items() if spec.scope == "cluster"}
         pod_facts = [n for n, spec in FACTS.items() if spec.scope == "pod"]
-        for side in ("by", "of"):
+        for side in ("by", "of") if of is not None else ("by",):
             names |= {f"{side}_workload", f"{side}_workloads", f"{side}_pods",
-                      f"{side}_findings"} | {f"{side}_{n}" for n in pod_facts}
+                      f"{side}_findings", f"{side}_node", f"{side}_pod_names"} | {
+                f"{side}_{n}" for n in pod_facts}
         says = self.fix(cause["says"], "cause.says", names, _SAYS_KEYS)
         if not says:
             raise self.fail("cause.says", "must hold at least one sentence")
@@ -665,7 +675,7 @@ class _Reader:
             source=self.source, references=tuple(str(r) for r in refs),
             summary=self.string(data, "summary", "", required=False).strip(),
             examples=Deferred(lambda: self.cause_examples(data.get("examples")))
-            if self.lazy else self.cause_examples(data.get("examples")))
+            if self.lazy else self.cause_examples(data.get("examples")), same=same)
 
     def cause_side(self, data: Any, where: str) -> CauseSide:
         if not isinstance(data, dict) or set(data) != {"pods", "findings"}:
@@ -711,6 +721,11 @@ class _Reader:
                 if bad or not isinstance(pod.get("name"), str):
                     raise self.fail(f"{at}.pods[{j}]", "a pod has a name and any of "
                                     + ", ".join(sorted(_EXAMPLE_POD_KEYS - {"name"})))
+                given = pod.get("facts") or {}
+                if not isinstance(given, dict):
+                    raise self.fail(f"{at}.pods[{j}].facts", "must map pod facts to values")
+                for fname in given:
+                    self.fact_name(fname, f"{at}.pods[{j}].facts.{fname}")
             nodes = case.get("nodes") or []
             if not isinstance(nodes, list) or not all(
                     isinstance(n, dict) and set(n) <= {"name", "gpus"} for n in nodes):

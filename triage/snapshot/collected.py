@@ -26,9 +26,28 @@ NAMESPACED_KINDS = (
     "configmaps",
     "inferenceservices",
     "leaderworkersets",
+    # The layers beside the pods, each read only when the API serves it (discovery):
+    # EndpointSlices (the Services' ready endpoints), KEDA ScaledObjects, Gateway API
+    # Inference Extension InferencePools and KServe LLMInferenceServices.
+    "endpointslices",
+    "scaledobjects",
+    "inferencepools",
+    "llminferenceservices",
 )
 CLUSTER_KINDS = ("nodes",)
-ALL_KINDS = NAMESPACED_KINDS + CLUSTER_KINDS
+# Kinds of the layers beside the pods that are CRDs (or, for EndpointSlices, an API a
+# cluster may not serve): read only when discovery says the API serves them; a cluster
+# that does not serve one has none ("absent"), which is not a failed read.
+OPTIONAL_KINDS = ("endpointslices", "scaledobjects", "inferencepools", "llminferenceservices")
+# The kind of the failed read of the events about nodes (listed cluster-wide, apart from
+# the namespaces' events, into the same list): not "events", so a step that reads the
+# pods' events is not left unknown by it.
+NODE_EVENTS = "nodeevents"
+# The pods of the InferencePools' endpoint pickers (EPP), read after the pools and Services
+# (their Service's selector) so that their logs can be read: not triaged, evidence for
+# the pools. Written to a bundle as a PodList of their own; a fixture's are among its pods.
+PICKER_PODS = "pickerpods"
+ALL_KINDS = NAMESPACED_KINDS + CLUSTER_KINDS + (PICKER_PODS,)
 
 PREVIOUS = "previous"
 CURRENT = "current"
@@ -141,7 +160,8 @@ class Snapshot:
                      uid: str | None = None) -> Iterator[Obj]:
         """Events about one object: by ``involvedObject.uid`` when both sides have one
         (a recreated StatefulSet pod has its predecessor's name, not its uid), by kind,
-        namespace and name where the event gives no uid."""
+        namespace and name where the event gives no uid. A Node is cluster-scoped: its
+        events (recorded in namespace default) are found with namespace ""."""
         items = self.items("events")
         if self._events is None or self._events[0] is not items or self._events[1] != len(items):
             by_subject: dict[tuple[str, str, str], list[Obj]] = {}
@@ -149,8 +169,9 @@ class Snapshot:
                 inv = _involved(ev)
                 if inv is None:
                     continue
-                key = (str(inv.get("kind")), str(inv.get("namespace") or
-                                                 meta(ev).get("namespace")), str(inv.get("name")))
+                kind_of = str(inv.get("kind"))
+                key = (kind_of, "" if kind_of == "Node" else str(
+                    inv.get("namespace") or meta(ev).get("namespace")), str(inv.get("name")))
                 by_subject.setdefault(key, []).append(ev)
             self._events = (items, len(items), by_subject)
         for ev in self._events[2].get((kind, namespace, name), []):

@@ -18,7 +18,8 @@ class PodTelemetry:
     preemptions_per_s, ...); ``by_model`` the same per ``model_name``;
     ``series`` a few of them over time (for charts); ``gpus`` one mapping per
     GPU the DCGM exporter attributes to the pod; ``restarts`` container ->
-    restarts in the window (kube-state-metrics).
+    restarts in the window (kube-state-metrics); ``memory`` container -> its
+    working set (cAdvisor's container_memory_working_set_bytes) over the window.
     """
 
     values: dict[str, float] = field(default_factory=dict)
@@ -26,6 +27,7 @@ class PodTelemetry:
     series: dict[str, list[Point]] = field(default_factory=dict)
     gpus: list[dict[str, Any]] = field(default_factory=list)
     restarts: dict[str, float] = field(default_factory=dict)
+    memory: dict[str, list[Point]] = field(default_factory=dict)
     # Names Prometheus answered with NaN or +/-Inf for: "NaN", "+Inf" or "-Inf".
     not_numbers: dict[str, str] = field(default_factory=dict)
 

@@ -42,6 +42,34 @@ HISTOGRAMS = {
     "prompt_len": ("vllm:request_prompt_tokens",),
 }
 
+# vLLM metrics renamed or removed between versions (shared reference section 9: 0.6.6 V0,
+# 0.10.1.1 and 0.33.0 V1): old exposed name -> what replaced it, None when nothing did. An
+# autoscaler or dashboard still reading the old name reads an empty series.
+SUCCESSORS: dict[str, str | None] = {
+    "vllm:gpu_cache_usage_perc": "vllm:kv_cache_usage_perc",
+    "vllm:time_per_output_token_seconds": "vllm:inter_token_latency_seconds",
+    "vllm:time_in_queue_requests": "vllm:request_queue_time_seconds",
+    "vllm:gpu_prefix_cache_queries": "vllm:prefix_cache_queries",
+    "vllm:gpu_prefix_cache_hits": "vllm:prefix_cache_hits",
+    "vllm:num_requests_swapped": None,
+    "vllm:cpu_cache_usage_perc": None,
+    "vllm:gpu_prefix_cache_hit_rate": None,
+    "vllm:avg_prompt_throughput_toks_per_s": "vllm:prompt_tokens_total",
+    "vllm:avg_generation_throughput_toks_per_s": "vllm:generation_tokens_total",
+}
+
+
+def series_key(name: str) -> str:
+    """A series name as Prometheus adapters and PromQL may spell it, made comparable:
+    ':' as '_' (prometheus-adapter's default rename), without the suffixes a counter or
+    histogram adds (_total, _bucket, _sum, _count, _created)."""
+    key = name.replace(":", "_")
+    for suffix in ("_total", "_bucket", "_sum", "_count", "_created"):
+        if key.endswith(suffix):
+            return key[:-len(suffix)]
+    return key
+
+
 # What each logical name measures, for `metric:` leaves and `vllm-triage patterns --facts`.
 _GAUGE = "gauge: the mean over the window, or the scrape's value"
 _COUNTER = "counter: in the window, or since the server started"
@@ -207,6 +235,9 @@ class MetricsView:
     histograms: dict[str, Histogram] = field(default_factory=dict)
     exposed: dict[str, str] = field(default_factory=dict)  # logical -> exposed name used
     cache_config: dict[str, str] = field(default_factory=dict)
+    # Every vLLM sample name on the page (vllm:num_requests_waiting,
+    # vllm:prompt_tokens_total, ..._bucket): what an autoscaler's query can find.
+    names: set[str] = field(default_factory=set)
     error: str | None = None
     # Derived names that cannot be computed, and why (no +Inf bucket, a NaN or Inf value).
     _problems: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
@@ -331,6 +362,7 @@ def parse_metrics(text: str) -> MetricsView:
         if not fam.name.startswith("vllm:"):
             continue
         for sample in fam.samples:
+            view.names.add(sample.name)
             key = (sample.name, tuple(sorted(sample.labels.items())))
             logical = _of_sample(sample.name)
             if key in seen and logical is not None:

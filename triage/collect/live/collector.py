@@ -31,7 +31,7 @@ from triage.collect.shape import Shaped, normalize, normalize_items
 from triage.kube import autoscaling, workload
 from triage.logs import LogSource, decode
 from triage.safety.redact import redact_object
-from triage.snapshot import Obj, ReadFailure, Snapshot, meta
+from triage.snapshot import NODE_EVENTS, PICKER_PODS, Obj, ReadFailure, Snapshot, meta
 from triage.vllm import selection
 
 if TYPE_CHECKING:  # httpx and the Prometheus client load only when --prometheus is given
@@ -53,6 +53,21 @@ _NAMESPACED_PATHS = {
 }
 # Kinds whose absence (404 on the list) means "not installed", not "failed".
 _OPTIONAL_KINDS = {"inferenceservices", "leaderworkersets"}
+# The layers beside the pods (snapshot.OPTIONAL_KINDS), by plural: every API group and
+# version that may serve it, preferred first. Each is listed only where discovery says the
+# cluster serves it (GET /apis, then the group version's resource list, as kubectl
+# discovers), so a cluster without KEDA or the Inference Extension gets no request for
+# them; an item read from a version other than the first keeps its apiVersion.
+OPTIONAL_APIS: dict[str, tuple[tuple[str, str], ...]] = {
+    "endpointslices": (("discovery.k8s.io", "v1"),),
+    "scaledobjects": (("keda.sh", "v1alpha1"),),
+    "inferencepools": (("inference.networking.k8s.io", "v1"),
+                       ("inference.networking.x-k8s.io", "v1alpha2")),
+    "llminferenceservices": (("serving.kserve.io", "v1alpha1"),),
+}
+# The events about nodes: GPU health monitors (the EKS node monitoring agent, NVSentinel)
+# record their warnings there, in namespace default.
+_NODE_EVENTS_SELECTOR = "involvedObject.kind=Node"
 # -A lists events per namespace with a triaged pod, up to this many namespaces.
 EVENT_NAMESPACES_MAX = 32
 _MAX_LOG_PROBES = 12  # bisection over --tail-lines (up to 200,000 lines: 18 would be exact)
@@ -101,6 +116,18 @@ def _relevant(kind: str, pods: list[Obj]) -> Callable[[Obj], bool]:
             return str(inv.get("uid")) in uids
         return (str(inv.get("namespace") or ns), str(inv.get("name"))) in names
     return about_triaged
+
+
+def _event_key(event: Obj) -> tuple[str, str]:
+    return (str(meta(event).get("namespace") or ""), str(meta(event).get("name") or ""))
+
+
+def _attempt(read: Callable[[], set[str]]) -> set[str] | ReadError:
+    """A discovery read's answer, or the ReadError it ended with (a 404: not served)."""
+    try:
+        return read()
+    except ReadError as exc:
+        return set() if exc.status == 404 else exc
 
 
 def _now() -> str:
@@ -306,7 +333,10 @@ class LiveCollector:
             if not (kind == "events" and ns is None)]
         if ns is None:
             shared += self._event_listers(snap, chosen)
+        shared.append(self._optional_lister(snap, ns))
+        node_events: list[Obj] = []
         shared += self._node_jobs(snap, chosen)
+        shared += self._node_event_jobs(snap, chosen, node_events)
         shared += self._configmap_jobs(snap, chosen)
         per_pod = [[self._log_reader(snap, *key) for key in self._log_streams(snap, pod)]
                    + (self._metrics_jobs(snap, pod) if self.opts.metrics else [])
@@ -331,6 +361,12 @@ class LiveCollector:
                 fut.result()
                 done += 1
                 self.progress(f"read {done}/{total}")
+            if node_events:  # beside the namespaces' events, each once
+                seen = {_event_key(e) for e in snap.objects.get("events", [])}
+                snap.objects["events"] = snap.objects.get("events", []) + [
+                    e for e in node_events if _event_key(e) not in seen]
+            # The pools and their pickers' Services are in: the pickers' own logs.
+            self._picker_reads(snap)
             if prom_future is not None:
                 prom_future.result()
             while pending:
@@ -505,6 +541,153 @@ class LiveCollector:
                     snap.objects["events"] = [e for n in sorted(parts) for e in parts[n]]
             return run
         return [one(n) for n in namespaces]
+
+    def _optional_lister(self, snap: Snapshot, ns: str | None) -> Callable[[], None]:
+        """The layers beside the pods (``OPTIONAL_APIS``), each listed where the API serves
+        it. What discovery could not tell is a failed read of that kind (its rules are
+        unknown, never "none there"); a kind the cluster does not serve is absent."""
+        wanted_of = {kind: _relevant(kind, snap.pods()) for kind in OPTIONAL_APIS}
+
+        def resources(group: str, version: str) -> set[str]:
+            listed = self.reader.get_json(f"/apis/{quote(group, safe='.')}/{quote(version)}")
+            return {str(r.get("name")) for r in listed.get("resources") or []
+                    if isinstance(r, dict)}
+
+        def list_kind(kind: str, group: str, version: str, tag: bool) -> list[Obj]:
+            path = self._ns_path(f"/apis/{group}/{version}", kind, ns)
+
+            def keep(items: list[Any]) -> list[Obj]:
+                kept = [redact_object(o) for o in normalize_items(kind, items, snap.notes)
+                        if wanted_of[kind](o)]
+                if tag:
+                    for obj in kept:
+                        obj.setdefault("apiVersion", f"{group}/{version}")
+                return kept
+            return self.reader.list_items(path, keep=keep)
+
+        def run() -> None:
+            subject = (ns,) if ns is not None else ()
+            try:
+                groups = self.reader.get_json("/apis")
+            except ReadError as exc:
+                for kind in OPTIONAL_APIS:
+                    snap.failures.append(ReadFailure(f"{kind} (discovery: /apis)", exc.reason,
+                                                     kind, subject))
+                return
+            served = {str(v.get("groupVersion")) for g in groups.get("groups") or []
+                      if isinstance(g, dict) for v in g.get("versions") or []
+                      if isinstance(v, dict)}
+            candidates = sorted({(g, v) for apis in OPTIONAL_APIS.values() for g, v in apis
+                                 if f"{g}/{v}" in served})
+            with ThreadPoolExecutor(max_workers=4) as pool:
+                listed = dict(zip(candidates, pool.map(
+                    lambda gv: _attempt(lambda: resources(*gv)), candidates), strict=True))
+                jobs: dict[str, list[tuple[str, str, Future[Any]]]] = {}
+                for kind, apis in OPTIONAL_APIS.items():
+                    for rank, (group, version) in enumerate(apis):
+                        names = listed.get((group, version))
+                        if isinstance(names, ReadError):
+                            snap.failures.append(ReadFailure(
+                                f"{kind} (discovery: /apis/{group}/{version})", names.reason,
+                                kind, subject))
+                        elif names is not None and kind in names:
+                            jobs.setdefault(kind, []).append((group, version, pool.submit(
+                                list_kind, kind, group, version, rank > 0)))
+                for kind in OPTIONAL_APIS:
+                    if kind not in jobs:
+                        if not any(f.kind == kind for f in snap.failures):
+                            snap.absent_kinds.add(kind)
+                        snap.objects[kind] = []
+                        continue
+                    items: list[Obj] = []
+                    for group, version, fut in jobs[kind]:
+                        try:
+                            items += fut.result()
+                        except ReadError as exc:
+                            path = self._ns_path(f"/apis/{group}/{version}", kind, ns)
+                            snap.failures.append(ReadFailure(f"{kind} ({path})", exc.reason,
+                                                             kind, subject))
+                    snap.objects[kind] = items
+        return run
+
+    def _picker_reads(self, snap: Snapshot) -> None:
+        """The endpoint pickers (EPP) of the InferencePools read: the pods their Service
+        selects (a list with its label selector; ``workload.picker_pods_to_read``) and
+        the end of each one's current log, for the pool's evidence. A read that fails is
+        named, kind ``pickerpods``: only that evidence is missing."""
+        if snap.objects.get("inferencepools"):
+            snap.objects.setdefault(PICKER_PODS, [])
+        # Only the pools that select a pod read: the others judge no pod of this scan.
+        pods = snap.pods()
+        pools = [pool for pool in snap.objects.get("inferencepools") or []
+                 if any((meta(p).get("namespace") or "") == (meta(pool).get("namespace") or "")
+                        and workload.selector_matches((pool.get("spec") or {}).get("selector"),
+                                                      meta(p).get("labels") or {})
+                        for p in pods)]
+        if not pools:
+            return
+        seen: set[tuple[str, str]] = set()
+        for pool in pools:
+            ns, service_name = str(meta(pool).get("namespace") or ""), \
+                workload.endpoint_picker_service(pool)
+            service = snap.find("services", ns, service_name) if service_name else None
+            selector = (service or {}).get("spec", {}).get("selector")
+            if not isinstance(selector, dict) or not selector or (ns, service_name) in seen:
+                continue
+            seen.add((ns, str(service_name)))
+            label = f"endpoint picker pods of InferencePool {ns}/{meta(pool).get('name')}"
+            self.progress(f"reading the {label}")
+            query = {"labelSelector": ",".join(f"{k}={v}" for k, v in sorted(selector.items()))}
+            try:
+                found = self.reader.list_items(self._ns_path("/api/v1", "pods", ns), query)
+            except ReadError as exc:
+                snap.failures.append(ReadFailure(label, exc.reason, PICKER_PODS,
+                                                 (ns, str(service_name))))
+                continue
+            kept = workload.picker_pods_to_read(
+                [redact_object(p) for p in normalize_items("pods", found, snap.notes)])
+            snap.objects[PICKER_PODS] += kept
+            for pod in kept:
+                name = str(meta(pod).get("name"))
+                for container in workload.pod_spec(pod).get("containers") or []:
+                    cname = str(container.get("name"))
+                    state = workload.container_status(pod, cname).get("state") or {}
+                    if not (state.get("running") or state.get("terminated")):
+                        continue
+                    try:
+                        text, note = self._read_log_end(ns, name, cname, "current")
+                    except ReadError as exc:
+                        snap.failures.append(ReadFailure(
+                            f"log of {ns}/{name} ({cname}), an endpoint picker", exc.reason,
+                            PICKER_PODS, (ns, str(service_name), name)))
+                        continue
+                    snap.logs[(ns, name, cname, "current")] = LogSource(data=text)
+                    if note:
+                        snap.notes.append(f"log of {ns}/{name} ({cname}): {note}")
+
+    def _node_event_jobs(self, snap: Snapshot, pods: list[Obj],
+                         found: list[Obj]) -> list[Callable[[], None]]:
+        """The events about the pods' nodes (all nodes' when a pod is Pending), listed
+        cluster-wide with a field selector: GPU health monitors record their warnings
+        there. Kept in ``found``, merged into the events once every list is in."""
+        names = {str(workload.pod_spec(p).get("nodeName")) for p in pods
+                 if workload.pod_spec(p).get("nodeName")}
+        pending = any(not workload.pod_spec(p).get("nodeName") for p in pods)
+        if not names and not pending:
+            return []
+
+        def run() -> None:
+            def keep(items: list[Any]) -> list[Obj]:
+                return [redact_object(e) for e in normalize_items("events", items, snap.notes)
+                        if pending or str((e.get("involvedObject") or {}).get("name")) in names]
+            try:
+                found.extend(self.reader.list_items(
+                    "/api/v1/events", {"fieldSelector": _NODE_EVENTS_SELECTOR}, keep=keep))
+            except ReadError as exc:
+                snap.failures.append(ReadFailure(
+                    f"events about nodes (/api/v1/events?fieldSelector={_NODE_EVENTS_SELECTOR})",
+                    exc.reason, NODE_EVENTS))
+        return [run]
 
     def _node_jobs(self, snap: Snapshot, pods: list[Obj]) -> list[Callable[[], None]]:
         names = sorted({str(workload.pod_spec(p).get("nodeName")) for p in pods
