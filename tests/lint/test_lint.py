@@ -180,22 +180,26 @@ UNSEEN = DATA / "unseen"
 UNSEEN_EXPECTED: dict[str, set[tuple[str, int]]] = {
     "01-production-stack.yaml": {("rollout-gpu-surge", 137), ("image-tag-latest", 157),
                                  ("gpu-memory-utilization", 173), ("probe-timing", 208),
-                                 ("scale-to-zero", 237)},
+                                 ("scale-to-zero", 237), ("memory-limit-unset", 220)},
     "02-kserve-hf.yaml": set(),
     "02b-kserve-hf-tp2.yaml": set(),
-    "03-lws.yaml": {("max-model-len-unset", 27), ("model-cache-missing", 47)},
-    "04-knative.yaml": {("autoscaling-on-cpu", 11)},
+    "03-lws.yaml": {("max-model-len-unset", 27), ("model-cache-missing", 47),
+                    ("secret-in-plain-env", 25), ("secret-in-plain-env", 73)},
+    "04-knative.yaml": {("autoscaling-on-cpu", 11), ("memory-limit-unset", 22)},
     "05-sts-keda.yaml": set(),
     "06-shc.yaml": {("rollout-gpu-surge", 7), ("model-cache-missing", 15),
                     ("gpu-memory-utilization", 19), ("shm-too-small", 19),
                     ("probe-timing", 27), ("model-cache-missing", 42),
                     ("gpu-memory-utilization", 44), ("shm-too-small", 44),
-                    ("rollout-gpu-surge", 46), ("autoscaling-on-cpu", 56)},
-    "07-helm-anchors.yaml": {("shm-too-small", 15), ("probe-timing", 54)},
+                    ("rollout-gpu-surge", 46), ("autoscaling-on-cpu", 56),
+                    ("memory-limit-unset", 26), ("memory-limit-unset", 46)},
+    "07-helm-anchors.yaml": {("shm-too-small", 15), ("probe-timing", 54),
+                             ("memory-limit-unset", 52)},
     "08-svc-vllm-rollout.yaml": {("vllm-port-env-clash", 3), ("rollout-gpu-surge", 12),
-                                 ("scale-to-zero", 31)},
-    "09-isvc-containers.yaml": {("autoscaling-on-cpu", 9)},
-    "09b-isvc-scalemetric.yaml": {("autoscaling-on-cpu", 15)},
+                                 ("scale-to-zero", 31), ("memory-limit-unset", 21),
+                                 ("memory-limit-unset", 36)},
+    "09-isvc-containers.yaml": {("autoscaling-on-cpu", 9), ("memory-limit-unset", 23)},
+    "09b-isvc-scalemetric.yaml": {("autoscaling-on-cpu", 15), ("memory-limit-unset", 25)},
 }
 
 
@@ -374,7 +378,7 @@ def test_reporting_a_finding_looks_at_its_own_document_not_every_object() -> Non
     manifests.objects = Counted(manifests.objects)
     manifests.workloads = Counted(manifests.workloads)  # type: ignore[arg-type]
     report = lint_manifests(manifests)
-    assert len(report.findings) == 160
+    assert len(report.findings) == 200  # 5 per Deployment
     assert Counted.walks <= 6, Counted.walks
 
 

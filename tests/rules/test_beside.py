@@ -27,4 +27,7 @@ def test_every_pattern_beside_its_step_is_not_about_what_the_step_names() -> Non
                       # issue 15: a stall, a hang, a dead engine, an unwritable cache and a
                       # rejected flag are none of them what their step names.
                       "startup-stalled", "engine-hung", "engine-died",
-                      "cache-dir-not-writable", "engine-args-invalid"}
+                      "cache-dir-not-writable", "engine-args-invalid",
+                      # a GPU count, a credential and a grace period: not what steps 2, 9
+                      # and 10 name
+                      "gpus-below-parallelism", "secret-in-plain-env", "shutdown-grace-short"}
