@@ -141,12 +141,14 @@ def termination_grace_seconds(ctx: PodContext) -> Measured:
     written = workload.pod_spec(ctx.pod).get("terminationGracePeriodSeconds")
     at = (ctx.pod_field("spec", "terminationGracePeriodSeconds"),)
     if written is None:
-        return Measured(_DEFAULT_GRACE, "spec.terminationGracePeriodSeconds unset: "
-                                        f"Kubernetes' default {_DEFAULT_GRACE}s", at)
+        return Measured(_DEFAULT_GRACE, "spec.terminationGracePeriodSeconds unset: the "
+                                        f"kubelet kills the containers {_DEFAULT_GRACE}s "
+                                        "(Kubernetes' default) after the pod's deletion", at)
     if isinstance(written, bool) or not isinstance(written, int):
         raise Unmeasurable(f"spec.terminationGracePeriodSeconds {written!r} is not a number "
                            "of seconds")
-    return Measured(written, f"spec.terminationGracePeriodSeconds {written}", at)
+    return Measured(written, f"spec.terminationGracePeriodSeconds {written}: the kubelet "
+                             f"kills the containers {written}s after the pod's deletion", at)
 
 
 # `sleep 15`, `/bin/sleep 15`, `sleep 15s` in an exec command or a shell line.
