@@ -83,6 +83,8 @@ STATIC_IDS = frozenset({
     "no-gpu", "image-tag-latest", "model-cache-missing", "max-model-len-unset",
     "probe-timing", "shm-too-small", "autoscaling-on-cpu", "scale-to-zero",
     "gpu-memory-utilization", "vllm-port-env-clash", "rollout-gpu-surge",
+    "memory-limit-unset", "secret-in-plain-env", "gpus-below-parallelism",
+    "shutdown-grace-short",
 })
 # Forms only a manifest has: before a pod runs, the spec already says what its next
 # rollout needs (a spare GPU for the surge), which a scan judges instead by what
@@ -165,6 +167,40 @@ def _valid(log: dict[str, Any]) -> None:
 def test_sarif_document_of_an_empty_run_validates() -> None:
     report = lint_manifests(collect([Input(str(SEED_FIXED))]))
     _valid(sarif.document(report))
+
+
+SPEC_TRAPS = DATA / "spec-traps"
+# The traps a pod spec alone shows, one file per id: each object that must report, at the
+# line of the field to change, and the neighbours that must stay silent (a token from a
+# Secret, TP 4 with 4 GPUs, a LeaderWorkerSet group whose GPUs add up, a grace period
+# that covers the drain, limits and requests written). TP 4 on one GPU is no longer said
+# only by the rollout warning.
+SPEC_TRAPS_EXPECTED: dict[str, set[tuple[str, int]]] = {
+    "memory-limit-unset.yaml": {("memory-limit-unset", 17)},
+    "secret-in-plain-env.yaml": {("secret-in-plain-env", 17), ("secret-in-plain-env", 29),
+                                 ("secret-in-plain-env", 66), ("secret-in-plain-env", 94)},
+    "gpus-below-parallelism.yaml": {("rollout-gpu-surge", 7),
+                                    ("gpus-below-parallelism", 17),
+                                    ("gpus-below-parallelism", 70)},
+    "shutdown-grace-short.yaml": {("shutdown-grace-short", 13), ("shutdown-grace-short", 58)},
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPEC_TRAPS_EXPECTED))
+def test_spec_traps_report_where_to_change_and_spare_their_neighbours(name: str) -> None:
+    report = lint_manifests(collect([Input(str(SPEC_TRAPS / name))]))
+    assert not report.problems
+    ids = {pid for pid, _ in SPEC_TRAPS_EXPECTED[name]}
+    assert {(f.id, f.line) for f in report.findings if f.id in ids} == \
+        SPEC_TRAPS_EXPECTED[name]
+    for f in report.findings:
+        assert "Could not compute" not in f.fix, (f.id, f.fix)
+    assert "hf_example" not in repr(report.findings)
+    _valid(sarif.document(report))
+
+
+def test_every_spec_trap_file_has_its_expectation() -> None:
+    assert {p.name for p in SPEC_TRAPS.glob("*.yaml")} == set(SPEC_TRAPS_EXPECTED)
 
 
 UNSEEN = DATA / "unseen"

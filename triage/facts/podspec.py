@@ -226,6 +226,8 @@ def shutdown_needs_seconds(ctx: ContainerContext) -> Measured:
     if not delay.known or not drain.known:
         raise Unmeasurable(str(delay.unknown or drain.unknown))
     total = (delay.value or 0) + (drain.value or 0)
-    return Measured(total, f"preStop {delay.value or 0}s + --shutdown-timeout "
-                           f"{drain.value or 0}s = {total}s",
+    drained = (f"--shutdown-timeout {drain.value}s" if drain.value is not None else
+               "0s of drain (--shutdown-timeout unset: vLLM aborts in-flight requests at "
+               "once on SIGTERM)")
+    return Measured(total, f"preStop {delay.value or 0}s + {drained} = {total}s",
                     delay.at + drain.at)
