@@ -52,11 +52,13 @@ def test_seed_starting_manifest_gets_each_trap_that_applies_at_its_line() -> Non
     # Trap 5 (model cache): the container's volumeMounts, also on line 14.
     # The image tag the article's own comment says to pin (line 15).
     # Trap 4 (--max-model-len unset): the args (line 16).
+    # Seed 000 1-2 (no memory limit): the container (line 14), where resources goes.
     # Not applicable to this manifest as written: no probes (trap 2 is a liveness
     # probe that kills the load), tensor parallel 1 (trap 3), no autoscaler (trap 6);
     # trap 7 is a surge onto a GPU, and this pod asks for none (trap 1).
     assert found(doc) == {("no-gpu", 14), ("model-cache-missing", 14),
-                          ("image-tag-latest", 15), ("max-model-len-unset", 16)}
+                          ("image-tag-latest", 15), ("max-model-len-unset", 16),
+                          ("memory-limit-unset", 14)}
     by_id = {f["id"]: f for f in doc["findings"]}
     assert by_id["no-gpu"]["path"] == \
         'spec.template.spec.containers[0].resources.limits["nvidia.com/gpu"]'
@@ -173,7 +175,8 @@ def test_sarif_validates_against_the_published_schema() -> None:
     rule_ids = {r["id"] for r in run_["tool"]["driver"]["rules"]}
     results = run_["results"]
     assert {r["ruleId"] for r in results} == {"no-gpu", "model-cache-missing",
-                                              "image-tag-latest", "max-model-len-unset"}
+                                              "image-tag-latest", "max-model-len-unset",
+                                              "memory-limit-unset"}
     assert {r["ruleId"] for r in results} <= rule_ids
     for r in results:
         loc = r["locations"][0]["physicalLocation"]
@@ -248,7 +251,8 @@ def test_suppression_by_annotation_and_flag(tmp_path: Path) -> None:
     text = SEED_START.read_text().replace(
         "  name: vllm-qwen\n",
         "  name: vllm-qwen\n  annotations:\n"
-        "    vllm-triage.io/ignore: \"image-tag-latest, model-cache-missing\"\n", 1)
+        "    vllm-triage.io/ignore: \"image-tag-latest, model-cache-missing, "
+        "memory-limit-unset\"\n", 1)
     path = tmp_path / "v.yaml"
     path.write_text(text)
     doc = lint_json("-f", str(path), "--ignore", "no-gpu", "--explain", code=0)
@@ -257,6 +261,8 @@ def test_suppression_by_annotation_and_flag(tmp_path: Path) -> None:
     assert by == {"no-gpu": "--ignore",
                   "image-tag-latest": "annotation vllm-triage.io/ignore on Deployment/vllm-qwen",
                   "model-cache-missing":
+                      "annotation vllm-triage.io/ignore on Deployment/vllm-qwen",
+                  "memory-limit-unset":
                       "annotation vllm-triage.io/ignore on Deployment/vllm-qwen"}
     applied = {p["id"] for p in doc["explain"]["applied"]}
     assert {"image-tag-latest", "no-gpu", "probe-timing"} <= applied
@@ -664,7 +670,7 @@ spec:
       - name: vllm
         image: vllm/vllm-openai:v0.10.1.1
         args: [--model, /models/m, --max-model-len, "8192"]
-        resources: &res {limits: {nvidia.com/gpu: 1}, requests: {cpu: "4"}}
+        resources: &res {limits: {nvidia.com/gpu: 1, memory: 24Gi}, requests: {cpu: "4"}}
       - name: side
         image: busybox:1.36
         resources:

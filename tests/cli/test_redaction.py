@@ -89,3 +89,37 @@ def test_non_secret_env_values_stay_readable(tmp_path: Path) -> None:
                     "AccountName=acmemodels", "--served-model-name llama", "secretKeyRef",
                     "vllm-api"):
         assert visible in text, visible
+
+
+def test_a_credential_named_in_a_finding_is_never_shown(tmp_path: Path) -> None:
+    """secret-in-plain-env names HF_TOKEN (a literal env value) and VLLM_API_KEY (a
+    ConfigMap key) and where each is written; neither value reaches a report, a bundle
+    (the ConfigMap is collected) or lint's outputs on the same objects."""
+    fixture = FIXTURES / "secret-in-plain-env"
+    planted = yaml.safe_load((fixture / "incident.yaml").read_text())["planted_secrets"]
+    outputs: dict[str, str] = {}
+    bundle = tmp_path / "b.tar.gz"
+    with replay("secret-in-plain-env", tmp_path) as (_server, kubeconfig):
+        for fmt in ("json", "table"):
+            run = run_cli("scan", "--kubeconfig", str(kubeconfig), "-o", fmt)
+            outputs[f"scan -o {fmt}"] = run.stdout + run.stderr
+        assert run_cli("collect", "--kubeconfig", str(kubeconfig), "-o", str(bundle)).code == 0
+    with tarfile.open(bundle) as tar:
+        for m in tar.getmembers():
+            fh = tar.extractfile(m) if m.isfile() else None
+            if fh is not None:
+                outputs[m.name] = fh.read().decode("utf-8", errors="replace")
+    manifest = tmp_path / "vllm.yaml"
+    docs = [yaml.safe_load((fixture / "objects" / f"{k}.yaml").read_text())["items"][0]
+            for k in ("deployments", "configmaps")]
+    manifest.write_text(yaml.safe_dump_all(
+        [{"apiVersion": "apps/v1", "kind": "Deployment", **docs[0]},
+         {"apiVersion": "v1", "kind": "ConfigMap", **docs[1]}]))
+    for fmt in ("text", "json", "sarif", "github"):
+        run = run_cli("lint", "-f", str(manifest), "-o", fmt, "--fail-on", "never")
+        assert run.code == 0, run.stderr
+        outputs[f"lint -o {fmt}"] = run.stdout + run.stderr
+    found = {where: [s for s in planted if s in text] for where, text in outputs.items()}
+    assert not {k: v for k, v in found.items() if v}, found
+    assert "HF_TOKEN (env[1].value)" in outputs["scan -o json"]
+    assert "VLLM_API_KEY (ConfigMap vllm-qwen-env key VLLM_API_KEY" in outputs["lint -o text"]

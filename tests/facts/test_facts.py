@@ -645,6 +645,62 @@ CASES.update({
 })
 
 
+# What the pod spec alone decides: the memory request, credentials written into the
+# environment (named, never their value), the GPUs one engine gets, shutdown timing.
+LLM_ENV = {"configmaps": [{"metadata": {"name": "llm-env", "namespace": "llm"},
+                           "data": {"HF_HOME": "/models", "VLLM_API_KEY": "sk-x"}}]}
+CASES.update({
+    "memory_request_bytes": [
+        ({}, 32 * GiB),
+        ({"container": {"resources": {"requests": {"memory": None}}}}, 32 * GiB),
+        ({"container": {"resources": {"requests": {"memory": None},
+                                      "limits": {"memory": None}}}}, None)],
+    "literal_secret_env": [
+        ({}, None),
+        ({"container": {"env": [{"name": "HF_TOKEN", "value": "hf_x"}]}},
+         ["HF_TOKEN (env[0].value)"]),
+        ({"container": {"env": [{"name": "HF_TOKEN", "value": "$HF_TOKEN"}]}},
+         ["HF_TOKEN (env[0].value, a placeholder substituted before apply)"]),
+        ({"container": {"envFrom": [{"configMapRef": {"name": "llm-env"}}]},
+          "objects": LLM_ENV},
+         ["VLLM_API_KEY (ConfigMap llm-env key VLLM_API_KEY, via envFrom[0])"]),
+        ({"container": {"env": [{"name": "HF_TOKEN", "valueFrom": {
+            "secretKeyRef": {"name": "hf", "key": "token"}}}]}}, None),
+        ({"container": {"env": [{"name": "TOKENIZERS_PARALLELISM", "value": "false"}]}}, None),
+        ({"container": {"envFrom": [{"configMapRef": {"name": "llm-env"}}]},
+          "unread": ["configmaps"]}, "UNKNOWN")],
+    "parallel_ranks": [
+        ({}, 1),
+        ({"container": {"args": ["--tensor-parallel-size", "4",
+                                 "--pipeline-parallel-size", "2"]}}, 8)],
+    "engine_gpus": [
+        ({}, 1),
+        ({"pod": {"metadata": {"labels": {"leaderworkerset.sigs.k8s.io/size": "2"}}},
+          "container": {"resources": {"limits": {"nvidia.com/gpu": "8"}}}}, 16),
+        ({"container": {"args": ["--distributed-executor-backend", "ray"]}}, "UNKNOWN")],
+    "termination_grace_seconds": [
+        ({}, 30), ({"pod": {"spec": {"terminationGracePeriodSeconds": 90}}}, 90),
+        ({"pod": {"spec": {"terminationGracePeriodSeconds": "90"}}}, "UNKNOWN")],
+    "prestop_delay_seconds": [
+        ({}, 0),
+        ({"container": {"lifecycle": {"preStop": {"sleep": {"seconds": 15}}}}}, 15),
+        ({"container": {"lifecycle": {"preStop": {"exec": {
+            "command": ["/bin/sleep", "20"]}}}}}, 20),
+        ({"container": {"lifecycle": {"preStop": {"exec": {
+            "command": ["sh", "-c", "sleep 5 && kill -TERM 1"]}}}}}, 5),
+        ({"container": {"lifecycle": {"preStop": {"exec": {
+            "command": ["/drain.sh"]}}}}}, "UNKNOWN"),
+        ({"container": {"lifecycle": {"preStop": {"httpGet": {
+            "path": "/drain", "port": 8000}}}}}, "UNKNOWN")],
+    "shutdown_timeout_seconds": [
+        ({}, None), ({"container": {"args": ["--model", "m", "--shutdown-timeout", "45"]}}, 45)],
+    "shutdown_needs_seconds": [
+        ({}, 0),
+        ({"container": {"args": ["--model", "m", "--shutdown-timeout=45"],
+                        "lifecycle": {"preStop": {"sleep": {"seconds": 15}}}}}, 60)],
+})
+
+
 def test_facts_hold_no_verdict() -> None:
     """A fact says what is, not whether it is good: no range, no 'outside', no advice."""
     ctx = context(container={"args": ["--gpu-memory-utilization", "0.98"]})

@@ -83,6 +83,8 @@ STATIC_IDS = frozenset({
     "no-gpu", "image-tag-latest", "model-cache-missing", "max-model-len-unset",
     "probe-timing", "shm-too-small", "autoscaling-on-cpu", "scale-to-zero",
     "gpu-memory-utilization", "vllm-port-env-clash", "rollout-gpu-surge",
+    "memory-limit-unset", "secret-in-plain-env", "gpus-below-parallelism",
+    "shutdown-grace-short",
 })
 # Forms only a manifest has: before a pod runs, the spec already says what its next
 # rollout needs (a spare GPU for the surge), which a scan judges instead by what
@@ -188,6 +190,49 @@ def test_sarif_of_accelerators_cpu_serving_and_kserves_own_runtime_validates() -
                for n in notes) == 2, notes
 
 
+SPEC_TRAPS = DATA / "spec-traps"
+# The traps a pod spec alone shows, one file per id: each object that must report, at the
+# line of the field to change, and the neighbours that must stay silent (a token from a
+# Secret, TP 4 with 4 GPUs, a LeaderWorkerSet group whose GPUs add up, a grace period
+# that covers the drain, limits and requests written). TP 4 on one GPU is no longer said
+# only by the rollout warning.
+SPEC_TRAPS_EXPECTED: dict[str, set[tuple[str, int]]] = {
+    "memory-limit-unset.yaml": {("memory-limit-unset", 17)},
+    "secret-in-plain-env.yaml": {("secret-in-plain-env", 17), ("secret-in-plain-env", 29),
+                                 ("secret-in-plain-env", 66), ("secret-in-plain-env", 94)},
+    "gpus-below-parallelism.yaml": {("rollout-gpu-surge", 7),
+                                    ("gpus-below-parallelism", 17),
+                                    ("gpus-below-parallelism", 70)},
+    "shutdown-grace-short.yaml": {("shutdown-grace-short", 13), ("shutdown-grace-short", 58)},
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPEC_TRAPS_EXPECTED))
+def test_spec_traps_report_where_to_change_and_spare_their_neighbours(name: str) -> None:
+    report = lint_manifests(collect([Input(str(SPEC_TRAPS / name))]))
+    assert not report.problems
+    ids = {pid for pid, _ in SPEC_TRAPS_EXPECTED[name]}
+    assert {(f.id, f.line) for f in report.findings if f.id in ids} == \
+        SPEC_TRAPS_EXPECTED[name]
+    for f in report.findings:
+        assert "Could not compute" not in f.fix, (f.id, f.fix)
+    assert "hf_example" not in repr(report.findings)
+    _valid(sarif.document(report))
+
+
+def test_a_memory_limit_is_never_proposed_below_the_request_written() -> None:
+    # The Neuron LeaderWorkerSet requests 350Gi and sets no limit; the estimate from its
+    # processes alone is 8Gi, which the API server would refuse as a limit below the request.
+    report = lint_manifests(collect([Input(str(DATA / "unseen" / "10-lws-neuron.yaml"))]))
+    fixes = [f.fix for f in report.findings if f.id == "memory-limit-unset"]
+    assert len(fixes) == 2
+    assert all("resources.limits.memory to 350Gi" in fix for fix in fixes), fixes
+
+
+def test_every_spec_trap_file_has_its_expectation() -> None:
+    assert {p.name for p in SPEC_TRAPS.glob("*.yaml")} == set(SPEC_TRAPS_EXPECTED)
+
+
 UNSEEN = DATA / "unseen"
 
 
@@ -201,24 +246,29 @@ UNSEEN = DATA / "unseen"
 UNSEEN_EXPECTED: dict[str, set[tuple[str, int]]] = {
     "01-production-stack.yaml": {("rollout-gpu-surge", 137), ("image-tag-latest", 157),
                                  ("gpu-memory-utilization", 173), ("probe-timing", 208),
-                                 ("scale-to-zero", 237)},
+                                 ("scale-to-zero", 237), ("memory-limit-unset", 220)},
     "02-kserve-hf.yaml": set(),
     "02b-kserve-hf-tp2.yaml": set(),
-    "03-lws.yaml": {("max-model-len-unset", 27), ("model-cache-missing", 47)},
-    "04-knative.yaml": {("autoscaling-on-cpu", 11)},
+    "03-lws.yaml": {("max-model-len-unset", 27), ("model-cache-missing", 47),
+                    ("secret-in-plain-env", 25), ("secret-in-plain-env", 73)},
+    "04-knative.yaml": {("autoscaling-on-cpu", 11), ("memory-limit-unset", 22)},
     "05-sts-keda.yaml": set(),
     "06-shc.yaml": {("rollout-gpu-surge", 7), ("model-cache-missing", 15),
                     ("gpu-memory-utilization", 19), ("shm-too-small", 19),
                     ("probe-timing", 27), ("model-cache-missing", 42),
                     ("gpu-memory-utilization", 44), ("shm-too-small", 44),
-                    ("rollout-gpu-surge", 46), ("autoscaling-on-cpu", 56)},
-    "07-helm-anchors.yaml": {("shm-too-small", 15), ("probe-timing", 54)},
+                    ("rollout-gpu-surge", 46), ("autoscaling-on-cpu", 56),
+                    ("memory-limit-unset", 26), ("memory-limit-unset", 46)},
+    "07-helm-anchors.yaml": {("shm-too-small", 15), ("probe-timing", 54),
+                             ("memory-limit-unset", 52)},
     "08-svc-vllm-rollout.yaml": {("vllm-port-env-clash", 3), ("rollout-gpu-surge", 12),
-                                 ("scale-to-zero", 31)},
-    "09-isvc-containers.yaml": {("autoscaling-on-cpu", 9)},
-    "09b-isvc-scalemetric.yaml": {("autoscaling-on-cpu", 15)},
+                                 ("scale-to-zero", 31), ("memory-limit-unset", 21),
+                                 ("memory-limit-unset", 36)},
+    "09-isvc-containers.yaml": {("autoscaling-on-cpu", 9), ("memory-limit-unset", 23)},
+    "09b-isvc-scalemetric.yaml": {("autoscaling-on-cpu", 15), ("memory-limit-unset", 25)},
     # A Neuron build named vLLM only in its tag, 16 Neuron devices a pod: linted, no no-gpu.
-    "10-lws-neuron.yaml": {("image-tag-latest", 29), ("image-tag-latest", 66)},
+    "10-lws-neuron.yaml": {("image-tag-latest", 29), ("image-tag-latest", 66),
+                           ("memory-limit-unset", 36), ("memory-limit-unset", 70)},
     # An InferenceService alone: KServe's own Hugging Face runtime (its /dev/shm, its image).
     "11-isvc-builtin-hf.yaml": {("model-cache-missing", 10)},
     # ... on CPU (VLLM_CPU_KVCACHE_SPACE, no GPU: the CPU build): no no-gpu.
@@ -226,8 +276,8 @@ UNSEEN_EXPECTED: dict[str, set[tuple[str, int]]] = {
     # vLLM's guide's CPU Deployment of the CUDA image: no GPU (the fix offers the CPU build);
     # the same with the CPU build and VLLM_CPU_KVCACHE_SPACE: none.
     "13-vllm-docs-cpu.yaml": {("no-gpu", 19), ("image-tag-latest", 20),
-                              ("max-model-len-unset", 22)},
-    "14-vllm-cpu-image.yaml": {("max-model-len-unset", 22)},
+                              ("max-model-len-unset", 22), ("memory-limit-unset", 19)},
+    "14-vllm-cpu-image.yaml": {("max-model-len-unset", 22), ("memory-limit-unset", 19)},
 }
 
 
@@ -406,7 +456,7 @@ def test_reporting_a_finding_looks_at_its_own_document_not_every_object() -> Non
     manifests.objects = Counted(manifests.objects)
     manifests.workloads = Counted(manifests.workloads)  # type: ignore[arg-type]
     report = lint_manifests(manifests)
-    assert len(report.findings) == 160
+    assert len(report.findings) == 200  # 5 per Deployment
     assert Counted.walks <= 6, Counted.walks
 
 

@@ -29,4 +29,7 @@ def test_every_pattern_beside_its_step_is_not_about_what_the_step_names() -> Non
                       "startup-stalled", "engine-hung", "engine-died",
                       "cache-dir-not-writable", "engine-args-invalid",
                       # the gateway in front of the pods is not the minScale step 8 asks about
-                      "inference-pool-empty"}
+                      "inference-pool-empty",
+                      # a GPU count, a credential and a grace period: not what steps 2, 9
+                      # and 10 name
+                      "gpus-below-parallelism", "secret-in-plain-env", "shutdown-grace-short"}

@@ -56,6 +56,7 @@ from triage.facts import kserve as _kserve  # noqa: F401
 from triage.facts import kubernetes as _kubernetes  # noqa: F401
 from triage.facts import model as _model  # noqa: F401
 from triage.facts import node as _node  # noqa: F401
+from triage.facts import podspec as _podspec  # noqa: F401
 from triage.facts import probes as _probes  # noqa: F401
 from triage.facts import progress as _progress  # noqa: F401
 from triage.facts import rollout as _rollout  # noqa: F401
