@@ -55,6 +55,13 @@ def every_read_fixture(tmp_path: Path) -> Path:
         ours["items"] += [o for o in theirs["items"]
                           if o["metadata"]["name"].startswith(PICKERS)]
         save_list(root, plural, ours)
+    # ... and the Node they run on: the API server reads a pod's log through its node.
+    picker_nodes = {p["spec"]["nodeName"] for p in load_list(root, "pods")["items"]
+                    if p["metadata"]["name"].startswith(PICKERS)}
+    nodes = load_list(root, "nodes")
+    nodes["items"] += [n for n in load_list(pools, "nodes")["items"]
+                       if n["metadata"]["name"] in picker_nodes]
+    save_list(root, "nodes", nodes)
     for p in (pools / "logs" / "llm").glob("*-epp-*/*.log"):
         dest = root / "logs" / "llm" / p.parent.name / p.name
         dest.parent.mkdir(parents=True, exist_ok=True)
