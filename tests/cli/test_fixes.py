@@ -221,8 +221,9 @@ def test_fix_dir_writes_one_file_per_workload_that_kubectl_accepts(tmp_path: Pat
     assert files == ["llm.deployment.vllm-llama.patch.yaml"]
     text = (out / files[0]).read_text()
     assert "# fixes: container-oomkilled" in text
-    assert f"kubectl patch deployment vllm-llama -n llm --type strategic --patch-file {out}" \
-        in text and "kubectl diff -f -" in text
+    assert ("kubectl --context gke_acme-ml_us-central1_inference patch deployment vllm-llama "
+            f"-n llm --type strategic --patch-file {out / files[0]}") in text
+    assert "| kubectl --context gke_acme-ml_us-central1_inference diff -n llm -f -" in text
     item = next(o for o in load_list(FIXTURES / "busy-namespace", "deployments")["items"]
                 if o["metadata"]["name"] == "vllm-llama")
     patched = _kubectl_patch({"apiVersion": "apps/v1", "kind": "Deployment", **item},

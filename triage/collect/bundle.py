@@ -42,6 +42,7 @@ from triage.collect.shape import normalize_items
 from triage.logs import LogSource, decode, linetime
 from triage.safety import outfile
 from triage.safety.redact import REDACTION_VERSION, redact_object, redact_text
+from triage.safety.shell import KubectlTarget
 from triage.snapshot import (
     ALL_KINDS,
     Obj,
@@ -420,6 +421,9 @@ def _load(source: _Source) -> Snapshot:
         collected_at=str(man.get("collected_at") or ""),
         tool_version=str(man.get("tool_version") or __version__),
         selector=_text(man.get("selector")),
+        # A command printed from a bundle names the context it was collected from (and
+        # the kubeconfig file, when one was named).
+        kubectl=KubectlTarget(_text(man.get("context")), _text(man.get("kubeconfig"))),
     )
     failures = man.get("failures")
     for f in failures if isinstance(failures, list) else []:
@@ -590,6 +594,9 @@ def write(snapshot: Snapshot, out: Path) -> None:
         "tool_version": snapshot.tool_version,
         "collected_at": snapshot.collected_at,
         "context": snapshot.context,
+        # The kubeconfig file it was read with, when one was named: the commands of a
+        # report analysed from the bundle name it, as the scan's did.
+        "kubeconfig": snapshot.kubectl.kubeconfig,
         "namespace": snapshot.namespace,
         "selector": snapshot.selector,
         "failures": [{"what": redact_text(f.what), "reason": redact_text(f.reason),

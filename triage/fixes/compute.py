@@ -16,16 +16,16 @@ from typing import Any, Protocol
 
 from triage.facts import REGISTRY as FACTS
 from triage.facts import ContainerContext
+from triage.fixes import commands as patch_commands
 from triage.fixes import patches
 from triage.fixes.language import (
-    FIELD,
     FixCase,
     FixLanguageError,
     Missing,
     PatchSpec,
     fill,
-    format_value,
-    render,
+    render_command,
+    render_text,
 )
 from triage.kube import workload
 from triage.results import Fix, Patch
@@ -142,12 +142,13 @@ def _case(case: FixCase, scope: _Scope, ctx: ContainerContext) -> Fix | Missing:
             return ok
         if not ok:
             return _SKIPPED
-    text = render(case.text, scope)
+    target = ctx.snapshot.kubectl
+    text = render_text(case.text, scope, target)
     if isinstance(text, Missing):
         return text
     commands: list[str] = []
     for template in case.commands:
-        command = render(template, scope)
+        command = render_command(template, scope, target)
         if isinstance(command, Missing):
             return command
         commands.append(command)
@@ -160,7 +161,7 @@ def _case(case: FixCase, scope: _Scope, ctx: ContainerContext) -> Fix | Missing:
         edits = filled
         patch = _build(ctx, filled)
         if patch is not None:
-            commands.append(patch.command())
+            commands.append(patch_commands.apply(patch, target.flags()))
     return Fix(text=" ".join(text.split()) if "\n- " not in text else text.strip(),
                values=tuple(values), patch=patch, commands=tuple(commands), edits=edits)
 
@@ -250,7 +251,5 @@ def attach(patterns: Mapping[str, Fixable], diag: Any, holds: Any) -> None:
 
 def general_advice(pattern: Fixable, scope: _Scope) -> str:
     """The pattern's remediation with the pod's real names in its commands."""
-    def value(m: Any) -> str:
-        got = scope.get(m.group(1))
-        return format_value(got, m.group(2)) if got is not None else f"(no {m.group(1)})"
-    return str(FIELD.sub(value, pattern.remediation))
+    return str(render_text(pattern.remediation, scope, scope.ctx.snapshot.kubectl,
+                           say_missing=True))

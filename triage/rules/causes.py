@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from triage.facts import PodContext, Scopes
-from triage.fixes.language import FixCase, Missing, render
+from triage.fixes.language import FixCase, Missing, render_text
 from triage.kube import workload
 from triage.results import Finding
 from triage.rules.evaluate import Evaluator, PodDiagnosis
@@ -174,7 +174,7 @@ def _case(case: FixCase, values: _Values) -> str | None:
         ok = case.check.evaluate(scope)
         if isinstance(ok, Missing) or not ok:
             return None
-    text = render(case.text, scope)
+    text = render_text(case.text, scope, values.scopes.snapshot.kubectl)
     return None if isinstance(text, Missing) else text
 
 

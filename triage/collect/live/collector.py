@@ -180,6 +180,7 @@ class LiveCollector:
             collected_at=_now(),
             tool_version=__version__,
             selector=self.opts.selector,
+            kubectl=self.conn.kubectl,
         )
         self.progress(f"listing pods in {ns or 'all namespaces'}")
         others: list[Obj] = []  # not selected, asking for a GPU or failing (bounded)
