@@ -159,11 +159,22 @@ def _case(case: FixCase, scope: _Scope, ctx: ContainerContext) -> Fix | Missing:
         if isinstance(filled, Missing):
             return filled
         edits = filled
-        patch = _build(ctx, filled)
+        patch, moved = _build(ctx, filled)
         if patch is not None:
             commands.append(patch_commands.apply(patch, target.flags()))
+            if moved:
+                text = f"{text.rstrip()} {_kept_qos(ctx, moved)}"
     return Fix(text=" ".join(text.split()) if "\n- " not in text else text.strip(),
                values=tuple(values), patch=patch, commands=tuple(commands), edits=edits)
+
+
+def _kept_qos(ctx: ContainerContext, moved: list[str]) -> str:
+    """What the patch does to the requests besides what the fix says, and why."""
+    qos = str((ctx.pod.get("status") or {}).get("qosClass") or "")
+    keeps = f"its QoS class ({qos})" if qos else "its QoS class"
+    return (f"The patch also sets {' and '.join(f'`{m}`' for m in moved)} with the limit "
+            f"(a request equal to its limit moves with it, none is left above it), so the "
+            f"pod keeps {keeps}.")
 
 
 def _fill_patch(spec: PatchSpec, scope: _Scope) -> dict[str, Any] | Missing:
@@ -215,10 +226,11 @@ def _typed(obj: Obj, kind: str) -> Obj:
             "kind": kind, **{k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}}
 
 
-def _build(ctx: ContainerContext, filled: dict[str, Any]) -> Patch | None:
+def _build(ctx: ContainerContext, filled: dict[str, Any]) -> tuple[Patch | None, list[str]]:
+    """The patch, and the requests it moves with their limits (``patches.keep_qos``)."""
     target = target_of(ctx, str(filled["target"]))
     if target is None:
-        return None
+        return None, []
     lws = workload.leader_worker_set(ctx.snapshot, ctx.pod) \
         if target.kind == "LeaderWorkerSet" else None
     if lws is not None:
@@ -227,7 +239,8 @@ def _build(ctx: ContainerContext, filled: dict[str, Any]) -> Patch | None:
                           pod=filled["pod"], spec=filled["spec"],
                           template=tuple(filled["template"]) if filled.get("template")
                           else None)
-    return to_patch(patches.build(target, edits))
+    patch = to_patch(patches.build(target, edits))
+    return patch, patches.requests_moved(target, edits) if patch is not None else []
 
 
 def to_patch(doc: dict[str, Any] | None) -> Patch | None:
