@@ -70,7 +70,10 @@ _SCHEMA_RE = re.compile(r"^vllm-triage/bundle/v(\d+)$")
 # kept, and the structure is bounded after parsing (YAML aliases make a few
 # hundred bytes into gigabytes of objects once anything walks them).
 _MAX_MEMBER_BYTES = 64 * 1024 * 1024  # one bundle member or file (objects, manifest)
-_MAX_TOTAL_BYTES = 1024 * 1024 * 1024  # a bundle unpacks to at most this
+# A bundle unpacks to at most this, whatever its compression ratio (a 1 MB .tar.gz of
+# zeros unpacks to a gigabyte), and at most this is read into memory from a directory
+# (its logs are streamed from their files, not read in).
+MAX_TOTAL_BYTES = 512 * 1024 * 1024
 _MAX_METRICS_BYTES = 16 * 1024 * 1024  # as the live collector
 # Of a log in a .tar.gz (read into memory), its end: what a live scan keeps
 # (Options.limit_bytes). A log in a directory is streamed from its file whole, in
@@ -81,6 +84,19 @@ _MAX_VALUES_TOTAL = 5_000_000
 _MAX_ENTRIES = 100_000  # files and directories in a bundle or directory
 _MAX_DEPTH = 8
 _CHUNK = 1024 * 1024
+
+
+_BUNDLE_FILES = {"manifest.json", "incident.yaml", "prometheus.json"}
+_BUNDLE_FOLDERS = {"objects", "logs", "metrics"}
+
+
+def _read_by_loader(parts: tuple[str, ...]) -> bool:
+    """A member the loader reads: the bundle's own files, at its top or in its one
+    folder (``vllm-triage-bundle/``)."""
+    inner = [p for p in parts if p not in ("", ".")]
+    return any(inner[i:] and (inner[i] in _BUNDLE_FOLDERS or
+                              (len(inner) == i + 1 and inner[i] in _BUNDLE_FILES))
+               for i in (0, 1) if len(inner) > i)
 
 
 class _Entry:
@@ -127,6 +143,7 @@ class _DirSource(_Source):
     def __init__(self, root: Path) -> None:
         super().__init__(str(root))
         self.root = root
+        self.read_in = 0  # bytes read into memory (logs are streamed, not counted)
         stack: list[tuple[Path, str, int]] = [(root, "", 0)]
         while stack:
             folder, rel, depth = stack.pop()
@@ -164,11 +181,18 @@ class _DirSource(_Source):
                 return _Entry(problem="not a regular file")
             if tail:
                 fh.seek(max(0, st.st_size - cap))
-                return _Entry(fh.read(cap), total=st.st_size)
+                return self._counted(_Entry(fh.read(cap), total=st.st_size))
             data = fh.read(cap + 1)
             if len(data) > cap:
                 return _Entry(problem=f"larger than {cap // (1024 * 1024)} MiB")
-            return _Entry(data, total=len(data))
+            return self._counted(_Entry(data, total=len(data)))
+
+    def _counted(self, entry: _Entry) -> _Entry:
+        self.read_in += len(entry.data or b"")
+        if self.read_in > MAX_TOTAL_BYTES:
+            raise InputError(f"{self.root}: more than {MAX_TOTAL_BYTES // 2**20} MiB of "
+                             "objects and metrics to read; refusing it")
+        return entry
 
 
     def log(self, rel: str) -> tuple[LogSource | None, str, str]:
@@ -233,12 +257,21 @@ class _TarSource(_Source):
                     raise InputError(f"{path}: bundle member {member.name!r} is larger than "
                                      f"{_MAX_MEMBER_BYTES // (1024 * 1024)} MiB")
                 total += member.size
-                if total > _MAX_TOTAL_BYTES:
-                    raise InputError(f"{path}: bundle unpacks to more than "
-                                     f"{_MAX_TOTAL_BYTES // 2**30} GiB")
+                if total > MAX_TOTAL_BYTES:
+                    raise InputError(
+                        f"{path}: bundle unpacks to more than {MAX_TOTAL_BYTES // 2**20} MiB "
+                        f"(its members so far hold {total / 2**20:,.0f} MiB, from a "
+                        f"{path.stat().st_size / 2**20:,.1f} MiB file); refusing it")
                 self.kinds[rel] = "file"
                 src = tar.extractfile(member)
                 if src is None:
+                    continue
+                if not _read_by_loader(parts):
+                    # Read through (the stream goes on), never kept: only what a bundle
+                    # holds takes memory.
+                    while src.read(_CHUNK):
+                        pass
+                    self.files[rel] = _Entry(problem="not part of a bundle (not read)")
                     continue
                 keep = OFFLINE_LOG_BYTES if rel.endswith(".log") else _MAX_MEMBER_BYTES
                 kept: deque[bytes] = deque()
@@ -457,6 +490,19 @@ def _load(source: _Source) -> Snapshot:
                 snap.objects[kind] = kept if redacted else [redact_object(o) for o in kept]
                 break
     fixture = man.get("schema") is None
+    if "pods" not in snap.objects:
+        # Without the pod list there is nothing to triage: never "no vLLM pods", exit 0.
+        raise InputError(f"{source.label}: no pod list (objects/pods.json): the bundle is "
+                         "incomplete, and nothing in it can be triaged")
+    if not fixture:
+        # A bundle holds every kind it read, an empty list included; a kind neither read,
+        # nor failed, nor absent from the cluster was taken out of it: unknown, not empty.
+        failed = {f.kind for f in snap.failures}
+        for kind in ALL_KINDS:
+            if kind not in snap.objects and kind not in failed | snap.absent_kinds:
+                snap.failures.append(ReadFailure(
+                    f"{kind} (objects/{kind}.json)", "not in the bundle", kind,
+                    (snap.namespace,) if snap.namespace and kind != "nodes" else ()))
     if fixture:  # a fixture: keep the pods a live scan would keep (once its logs are known)
         if snap.namespace:
             snap.objects = {k: [o for o in v if _in_namespace(o, k, snap.namespace)]
