@@ -40,7 +40,7 @@ from triage.collect import InputError
 from triage.collect.logtail import keep_end
 from triage.collect.shape import normalize_items
 from triage.logs import LogSource, decode, linetime
-from triage.safety import outfile
+from triage.safety import outfile, parsed
 from triage.safety.redact import REDACTION_VERSION, redact_object, redact_text
 from triage.safety.shell import KubectlTarget
 from triage.snapshot import (
@@ -69,7 +69,7 @@ _SCHEMA_RE = re.compile(r"^vllm-triage/bundle/v(\d+)$")
 # Offline input is someone else's: every read is bounded, measured on what is
 # kept, and the structure is bounded after parsing (YAML aliases make a few
 # hundred bytes into gigabytes of objects once anything walks them).
-_MAX_MEMBER_BYTES = 64 * 1024 * 1024  # one bundle member or file (objects, manifest)
+_MAX_MEMBER_BYTES = parsed.MAX_FILE_BYTES  # one bundle member or file (objects, manifest)
 # A bundle unpacks to at most this, whatever its compression ratio (a 1 MB .tar.gz of
 # zeros unpacks to a gigabyte), and at most this is read into memory from a directory
 # (its logs are streamed from their files, not read in).
@@ -79,8 +79,8 @@ _MAX_METRICS_BYTES = 16 * 1024 * 1024  # as the live collector
 # (Options.limit_bytes). A log in a directory is streamed from its file whole, in
 # bounded memory (triage.logs), however large it is.
 OFFLINE_LOG_BYTES = 4 * 1024 * 1024
-_MAX_VALUES_PER_FILE = 2_000_000  # values (dicts, lists, scalars) in one parsed file
-_MAX_VALUES_TOTAL = 5_000_000
+_MAX_VALUES_PER_FILE = parsed.MAX_VALUES_PER_FILE  # values in one parsed file
+_MAX_VALUES_TOTAL = parsed.MAX_VALUES_TOTAL
 _MAX_ENTRIES = 100_000  # files and directories in a bundle or directory
 _MAX_DEPTH = 8
 _CHUNK = 1024 * 1024
@@ -351,21 +351,11 @@ def _root_of(source: _Source) -> _Source:
 
 
 def _count_values(data: Any, name: str, budget: int) -> int:
-    """How many values ``data`` holds, walking shared ones as often as they are
-    reached (as everything downstream does); stops at ``budget``."""
-    count = 0
-    stack = [data]
-    while stack:
-        item = stack.pop()
-        count += 1
-        if count > budget:
-            raise InputError(f"{name}: more than {budget:,} values once parsed (YAML aliases "
-                             "or an oversized list?); refusing it")
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return count
+    """``triage.safety.parsed.count_values``, its refusal an unreadable input."""
+    try:
+        return parsed.count_values(data, name, budget)
+    except parsed.Refused as exc:
+        raise InputError(str(exc)) from None
 
 
 def _read_structured(source: _Source, rel: str, budget: list[int]) -> Any:

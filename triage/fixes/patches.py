@@ -271,8 +271,8 @@ def keep_qos(before: Any, container: Obj) -> list[str]:
     if not isinstance(resources, dict) or not isinstance(resources.get("limits"), dict):
         return []
     limits = resources["limits"]
-    old_limits = old.get("limits") if isinstance(old.get("limits"), dict) else {}
-    old_requests = old.get("requests") if isinstance(old.get("requests"), dict) else {}
+    old_limits: Obj = old["limits"] if isinstance(old.get("limits"), dict) else {}
+    old_requests: Obj = old["requests"] if isinstance(old.get("requests"), dict) else {}
     requests = resources.get("requests")
     moved: list[str] = []
     for name, limit in limits.items():
@@ -284,10 +284,9 @@ def keep_qos(before: Any, container: Obj) -> list[str]:
             and _bytes(was) is not None
         over = None not in (_bytes(request), _bytes(limit)) \
             and (_bytes(request) or 0) > (_bytes(limit) or 0)
-        if (same and limit != was and request == asked) or over:
-            if request != limit:
-                requests[name] = limit
-                moved.append(f"requests.{name}={limit}")
+        if ((same and limit != was and request == asked) or over) and request != limit:
+            requests[name] = limit
+            moved.append(f"requests.{name}={limit}")
     return moved
 
 
