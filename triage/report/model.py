@@ -11,7 +11,7 @@ from triage.facts import timeline
 from triage.fixes import files
 from triage.kube import workload
 from triage.report.cards import cards
-from triage.report.summary import beside, overall, passed_over, summary
+from triage.report.summary import beside, no_status, overall, passed_over, summary
 from triage.report.workload_patches import workload_patches
 from triage.results import (
     PodResult,
@@ -74,7 +74,7 @@ def build(snapshot: Snapshot, pods: list[PodDiagnosis], steps: list[StepResult],
         checklist=tuple(steps),
         unreadable=tuple(Unreadable(f.what, f.reason) for f in snapshot.failures),
         warnings=tuple(sorted(snapshot.notes)) + passed_over(snapshot.passed_over)
-        + tuple(warnings),
+        + no_status([d.pod for d in pods]) + tuple(warnings),
         prometheus=None if snapshot.prometheus is None else PrometheusSource(
             snapshot.prometheus.source, snapshot.prometheus.window_seconds,
             snapshot.prometheus.end),

@@ -533,11 +533,24 @@ class LiveCollector:
                                                       snap.selected_by_log):
             cname = str(container.get("name"))
             status = workload.container_status(pod, cname)
+            if not status and workload.pod_spec(pod).get("nodeName"):
+                # The kubelet reported no status (lost, or not written yet): the log may
+                # hold the failure, so both are asked for; one that is not there is no
+                # failure to read (``_log_reader``).
+                keys += [(ns, name, cname, "current"), (ns, name, cname, "previous")]
+                continue
             if status.get("state", {}).get("running") or status.get("state", {}).get("terminated"):
                 keys.append((ns, name, cname, "current"))
             if status.get("lastState", {}).get("terminated") or status.get("restartCount"):
                 keys.append((ns, name, cname, "previous"))
         return keys
+
+    @staticmethod
+    def _no_status(snap: Snapshot, ns: str, name: str, container: str) -> bool:
+        """The API holds no status of the pod's container."""
+        pod = next((p for p in snap.objects.get("pods") or []
+                    if meta(p).get("namespace") == ns and meta(p).get("name") == name), None)
+        return pod is not None and not workload.container_status(pod, container)
 
     def _log_reader(self, snap: Snapshot, ns: str, pod: str, container: str,
                     stream: str) -> Callable[[], None]:
@@ -547,6 +560,10 @@ class LiveCollector:
             try:
                 text, note = self._read_log_end(ns, pod, container, stream)
             except ReadError as exc:
+                if exc.status == 400 and self._no_status(snap, ns, pod, container):
+                    # Asked for without a status to say it exists: the kubelet has none.
+                    snap.notes.append(f"{what}: none ({exc.reason})")
+                    return
                 snap.failures.append(ReadFailure(what, exc.reason, "logs",
                                                  (ns, pod, container, stream)))
                 return
