@@ -24,7 +24,7 @@ def _report(root: Path) -> Report:
     return pipeline.analyze(bundle.load(root))
 
 
-@pytest.mark.parametrize("brk", BREAKS, ids=[f"U+{ord(b[0]):04X}" for b in BREAKS])
+@pytest.mark.parametrize("brk", BREAKS, ids=["+".join(f"U+{ord(c):04X}" for c in b) for b in BREAKS])
 def test_a_name_cannot_start_a_line_in_a_patch_file(brk: str, tmp_path: Path) -> None:
     """A Deployment, namespace and container named to add a key: the file is the patch's
     comments and its body, nothing else, for a YAML parser as for a person."""
