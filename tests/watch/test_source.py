@@ -34,3 +34,12 @@ def test_in_a_pod_without_a_cluster_name_no_context_is_made_up(
     monkeypatch.setattr(source, "connect", _in_a_pod)
     conn = source.LiveSource(None, None, 5.0, _options).connection()
     assert kubectl(conn.kubectl, "cordon", "n1") == ["kubectl", "cordon", "n1"]
+
+
+def test_in_a_pod_without_a_cluster_name_the_report_says_the_commands_name_none() -> None:
+    from triage.safety.shell import unnamed_cluster
+
+    said = unnamed_cluster(IN_CLUSTER, KubectlTarget())
+    assert said is not None and "--cluster-name" in said
+    assert unnamed_cluster(IN_CLUSTER, KubectlTarget("gpu-east")) is None
+    assert unnamed_cluster("gpu-east", KubectlTarget("gpu-east")) is None

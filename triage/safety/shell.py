@@ -81,6 +81,17 @@ class KubectlTarget:
         return out
 
 
+def unnamed_cluster(context: str | None, target: KubectlTarget) -> str | None:
+    """What to say when the commands cannot name their cluster: read in a pod with its
+    service account (no kubeconfig context) and no ``--cluster-name`` given, a pasted
+    command acts on whatever cluster the person's kubectl points at."""
+    if context != IN_CLUSTER or target.context:
+        return None
+    return ("read in a pod with its service account: the kubectl commands printed name no "
+            "cluster (there is no kubeconfig context); run them against the cluster this "
+            "pod runs in (vllm-triage watch --cluster-name NAME names it in every command)")
+
+
 def join(words: Iterable[str]) -> str:
     """Words (each already an argument, or an operator) as one shell line."""
     return " ".join(w if isinstance(w, Operator) else quote(w) for w in words)

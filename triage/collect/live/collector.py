@@ -31,6 +31,7 @@ from triage.collect.shape import Shaped, normalize, normalize_items
 from triage.kube import workload
 from triage.logs import LogSource, decode
 from triage.safety.redact import redact_object
+from triage.safety.shell import unnamed_cluster
 from triage.snapshot import Obj, ReadFailure, Snapshot, meta
 from triage.vllm import selection
 
@@ -182,6 +183,9 @@ class LiveCollector:
             selector=self.opts.selector,
             kubectl=self.conn.kubectl,
         )
+        unnamed = unnamed_cluster(self.conn.context, self.conn.kubectl)
+        if unnamed:
+            snap.notes.append(unnamed)
         self.progress(f"listing pods in {ns or 'all namespaces'}")
         others: list[Obj] = []  # not selected, asking for a GPU or failing (bounded)
         snap.objects["pods"] = self._list_pods(ns, snap.notes, others)
