@@ -151,7 +151,8 @@ def case_8_alias_bomb(tmp: Path, code: Path, limit: float, timeout: float) -> di
 
 def case_8_big_log_bundle(tmp: Path, code: Path, limit: float, timeout: float
                           ) -> dict[str, Any]:
-    """15 x 63 MiB logs in a bundle of a few MB (they compress well)."""
+    """15 x 63 MiB logs in a bundle of a few MB (they compress well): refused once its
+    members pass 512 MiB (exit 2), whatever the ratio, never held in memory."""
     fx = ROOT / "fixtures" / "cuda-oom"
     members = {f"fx/{p.relative_to(fx)}": p.read_bytes() for p in fx.rglob("*") if p.is_file()}
     log_path = "fx/logs/llm/vllm-qwen-5b7d9c8f6d-7xk2p/vllm.previous.log"

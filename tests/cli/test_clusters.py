@@ -67,8 +67,12 @@ def test_scan_two_contexts_one_report(tmp_path: Path) -> None:
     assert doc["schema"] == "vllm-triage/report-set/v1" and doc["verdict"] == "fail"
     assert [(c["context"], c["verdict"], c["error"]) for c in doc["clusters"]] == [
         ("gpu-east", "fail", None), ("gpu-west", "pass", None)]
-    # Each section is exactly that cluster's own report.
-    assert doc["clusters"][0]["report"] == east.json()
+    # Each section is exactly that cluster's own report, its patch files named with
+    # the cluster's context first (as --fix-dir writes them over several clusters).
+    alone = east.json()
+    for patch in alone["patches"]:
+        patch["file"] = f"gpu-east.{patch['file']}"
+    assert alone["patches"] and doc["clusters"][0]["report"] == alone
     assert doc["clusters"][1]["report"]["schema"] == "vllm-triage/report/v1"
     assert every.json() == doc
     assert table.code == 1

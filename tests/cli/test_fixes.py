@@ -145,9 +145,14 @@ def test_every_patch_applies_with_kubectl_and_changes_only_named_fields(
         container = next(f.container for pod in report.pods for f in pod.findings
                          if f.id == card.finding)
         allowed = _allowed(p.kind, fix.edits, container)
+        # A request moved with its limit (the pod keeps its QoS class) is named by the text.
+        moved = [a.replace(".limits", ".requests") for a in allowed if ".limits" in a]
         stray = {k for k in changed if not any(k == a or k.startswith(a + ".")
-                                               or k.startswith(a + "[") for a in allowed)}
+                                               or k.startswith(a + "[")
+                                               for a in allowed + moved)}
         assert changed and not stray, (card.finding, stray, allowed)
+        for k in changed - {k for k in changed if any(k.startswith(a) for a in allowed)}:
+            assert f"`requests.{k.rsplit('.', 1)[1]}=" in fix.text, (card.finding, k)
         # what kubectl made is what the tool computed it would be
         target = patches.Target(p.kind, obj, container)
         expected = patches.apply(target, patches.Edits(**{k: fix.edits[k] for k in
@@ -221,8 +226,9 @@ def test_fix_dir_writes_one_file_per_workload_that_kubectl_accepts(tmp_path: Pat
     assert files == ["llm.deployment.vllm-llama.patch.yaml"]
     text = (out / files[0]).read_text()
     assert "# fixes: container-oomkilled" in text
-    assert f"kubectl patch deployment vllm-llama -n llm --type strategic --patch-file {out}" \
-        in text and "kubectl diff -f -" in text
+    assert ("kubectl --context gke_acme-ml_us-central1_inference patch deployment vllm-llama "
+            f"-n llm --type strategic --patch-file {out / files[0]}") in text
+    assert "| kubectl --context gke_acme-ml_us-central1_inference diff -n llm -f -" in text
     item = next(o for o in load_list(FIXTURES / "busy-namespace", "deployments")["items"]
                 if o["metadata"]["name"] == "vllm-llama")
     patched = _kubectl_patch({"apiVersion": "apps/v1", "kind": "Deployment", **item},
@@ -363,3 +369,112 @@ def test_a_leaderworkerset_pod_is_patched_through_its_lws(tmp_path: Path) -> Non
         item["spec"]["leaderWorkerTemplate"]["workerTemplate"]
     (wp,) = [w for w in report_of(str(root)).patches if w.patch.kind == "LeaderWorkerSet"]
     assert wp.patch.body == p.body
+
+
+# --- every --fix-dir file of every fixture, applied by kubectl: only what the fixes name,
+# --- and the pod keeps its QoS class --------------------------------------------------------
+
+_POD_SPEC = {"Deployment": ("spec", "template", "spec"),
+             "StatefulSet": ("spec", "template", "spec"),
+             "LeaderWorkerSet": ("spec", "leaderWorkerTemplate", "workerTemplate", "spec")}
+
+
+def _containers(kind: str, obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """The containers of the pods the object makes (a KServe predictor's model is one)."""
+    if kind == "InferenceService":
+        predictor = obj["spec"]["predictor"]
+        return [*(predictor.get("containers") or []),
+                *([predictor["model"]] if isinstance(predictor.get("model"), dict) else [])]
+    spec: Any = obj
+    for key in _POD_SPEC.get(kind, ()):
+        spec = spec.get(key) or {}
+    return [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
+
+
+def qos_class(containers: list[dict[str, Any]]) -> str:
+    """Kubernetes' QoS class of a pod (pkg/apis/core/helper/qos): a request left out is
+    its limit; Guaranteed when every container limits cpu and memory at their requests,
+    BestEffort when none asks for either, Burstable otherwise."""
+    guaranteed, any_set = True, False
+    for c in containers:
+        res = c.get("resources") or {}
+        limits, requests = res.get("limits") or {}, res.get("requests") or {}
+        for name in ("cpu", "memory"):
+            limit = limits.get(name)
+            request = requests.get(name, limit)
+            any_set = any_set or limit is not None or request is not None
+            if limit is None or patches._bytes(request) != patches._bytes(limit):
+                guaranteed = False
+    return "Guaranteed" if guaranteed else "Burstable" if any_set else "BestEffort"
+
+
+def _named_by(kind: str, report: Report, wp: Any) -> list[str]:
+    """The fields a workload's fixes name (a limit's request with it: the fix says so)."""
+    out: list[str] = []
+    for card in report.cards:
+        fix = card.fix
+        if card.finding in wp.findings and fix and fix.patch and fix.patch.name == wp.patch.name:
+            container = next(f.container for pod in report.pods for f in pod.findings
+                             if f.id == card.finding)
+            out += _allowed(kind, fix.edits, container)
+    return out + [a.replace(".limits", ".requests") for a in out if ".limits" in a]
+
+
+def guaranteed(tmp_path: Path, name: str) -> Path:
+    """A copy of a fixture whose pods are Guaranteed: every request of cpu and memory
+    equal to its limit, in the pod templates and the pods."""
+    root = copy_fixture(tmp_path / "guaranteed", name)
+    for plural in ("deployments", "pods"):
+        objects = load_list(root, plural)
+        for obj in objects["items"]:
+            spec = obj["spec"]["template"]["spec"] if plural == "deployments" else obj["spec"]
+            for c in spec.get("containers") or []:
+                res = c.setdefault("resources", {})
+                limits = res.setdefault("limits", {})
+                limits.setdefault("cpu", "8")
+                limits.setdefault("memory", "32Gi")
+                res["requests"] = {**res.get("requests", {}), **limits}
+            if plural == "pods":
+                obj.setdefault("status", {})["qosClass"] = "Guaranteed"
+        save_list(root, plural, objects)
+    return root
+
+
+@pytest.mark.parametrize("name", [n for n in sorted(p.name for p in FIXTURES.iterdir())
+                                  if (FIXTURES / n / "incident.yaml").exists()]
+                         + ["guaranteed:shm-bus-error-tp2", "guaranteed:busy-namespace",
+                            "guaranteed:startup-stalled-nccl"])
+def test_every_patch_file_applies_with_kubectl_and_keeps_the_qos_class(
+        name: str, tmp_path: Path) -> None:
+    from triage.fixes import files
+
+    root = guaranteed(tmp_path, name.partition(":")[2]) if ":" in name else FIXTURES / name
+    report = files.placed(report_of(str(root)), tmp_path)
+    if ":" in name:  # the fix says what the patch does to the requests, and why
+        assert any("keeps its QoS class (Guaranteed)" in c.fix.text for c in report.cards
+                   if c.fix is not None and c.fix.patch is not None), name
+    for wp in report.patches:
+        p = wp.patch
+        path = Path(wp.file)
+        path.write_text(files.render(wp, report.kubectl))
+        item = next(o for o in load_list(root, _PLURAL[p.kind])["items"]
+                    if o["metadata"]["name"] == p.name)
+        obj = {"apiVersion": p.api_version, "kind": p.kind, **item}
+        source = tmp_path / "object.yaml"
+        source.write_text(yaml.safe_dump(obj))
+        run = subprocess.run(
+            [need("kubectl"), "patch", "--local", "--dry-run=client", "-o", "yaml", "-f",
+             str(source), "--type", p.type, "--patch-file", str(path)],
+            capture_output=True, text=True, timeout=60,
+            env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "KUBECONFIG": "/dev/null"})
+        assert run.returncode == 0, run.stderr
+        patched = yaml.safe_load(run.stdout)
+        before, after = _leaves(obj), _leaves(patched)
+        changed = {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
+        allowed = _named_by(p.kind, report, wp)
+        stray = {k for k in changed if not any(k == a or k.startswith(a + ".")
+                                               or k.startswith(a + "[") for a in allowed)}
+        assert changed and not stray, (wp.workload, stray, allowed)
+        if p.kind in ("Deployment", "StatefulSet", "LeaderWorkerSet", "InferenceService"):
+            assert qos_class(_containers(p.kind, patched)) == qos_class(
+                _containers(p.kind, obj)), (wp.workload, name)

@@ -36,3 +36,25 @@ def test_a_rule_that_times_out_makes_its_step_unknown_and_names_it(tmp_path: Pat
                for e in step6["evidence"]), step6
     # The rest of the report is unchanged: the CUDA OOM is still found.
     assert any(f["id"] == "cuda-oom" for p in report["pods"] for f in p["findings"])
+
+
+def test_a_pod_without_container_statuses_has_its_logs_read_and_judged(
+        tmp_path: Path) -> None:
+    """The API holds no containerStatuses of a scheduled pod (its status update lost):
+    its logs are still read, its CUDA OOM found (exit 1), and the report says why it
+    judged without a status; the current log, not there, is no unreadable input."""
+    from tests.conftest import replay, run_cli
+    from tests.support.fixturekit import copy_fixture, load_list, save_list
+
+    root = copy_fixture(tmp_path / "fx")
+    pods = load_list(root, "pods")
+    for pod in pods["items"]:
+        pod["status"].pop("containerStatuses", None)
+    save_list(root, "pods", pods)
+    with replay(root, tmp_path) as (_server, kubeconfig):
+        run = run_cli("scan", "--kubeconfig", str(kubeconfig), "-o", "json")
+    report = run.json()
+    assert run.code == 1, run.stderr
+    assert any(f["id"] == "cuda-oom" for p in report["pods"] for f in p["findings"])
+    assert any("the kubelet reported no container status" in w for w in report["warnings"])
+    assert not report["unreadable"], report["unreadable"]

@@ -181,3 +181,44 @@ def test_bundle_errors_name_the_member_not_a_temp_dir(tmp_path: Path) -> None:
     clean(run, 2)
     line = one_line_error(run, str(empty), "neither manifest.json")
     assert "/tmp/tmp" not in line
+
+
+def test_a_bundle_that_unpacks_to_a_gigabyte_is_refused_in_bounded_memory(
+        tmp_path: Path) -> None:
+    """A 1 MB .tar.gz whose fifteen members unpack to 63 MiB of zeros each: refused once
+    past 512 MiB, whatever the ratio, and never held in memory on the way."""
+    members = fixture_members()
+    zeros = b"\0" * (63 * 1024 * 1024)
+    for i in range(15):
+        members[f"fx/extra/blob{i}.bin"] = zeros
+    bundle = tarball(tmp_path / "zeros.tar.gz", members, level=9)
+    assert bundle.stat().st_size < 2 * 1024 * 1024
+    run, secs, rss = measured("analyze", str(bundle))
+    clean(run, 2)
+    one_line_error(run, str(bundle), "unpacks to more than 512 MiB")
+    assert secs < 30 and rss < 200, (secs, rss)
+
+
+def _collected(tmp_path: Path, drop: str) -> Path:
+    """cuda-oom as `collect` writes it, without one of its members."""
+    from triage.collect import bundle
+
+    whole = tmp_path / "whole.tar.gz"
+    bundle.write(bundle.load(FIXTURES / "cuda-oom"), whole)
+    with tarfile.open(whole) as tar:
+        members = {m.name: tar.extractfile(m).read() for m in tar.getmembers()  # type: ignore[union-attr]
+                   if m.isfile() and not m.name.endswith(drop)}
+    return tarball(tmp_path / f"without-{Path(drop).stem}.tar.gz", members)
+
+
+def test_a_bundle_without_its_pod_list_is_unreadable_never_an_all_clear(
+        tmp_path: Path) -> None:
+    run = run_cli("analyze", str(_collected(tmp_path, "objects/pods.json")))
+    clean(run, 2)
+    one_line_error(run, "no pod list")
+    # Any other list a bundle holds, taken out of it, is unknown, not empty.
+    run = run_cli("analyze", str(_collected(tmp_path, "objects/events.json")), "-o", "json")
+    clean(run, 1)
+    doc = run.json()
+    assert any(u["what"].startswith("events") and u["reason"] == "not in the bundle"
+               for u in doc["unreadable"]), doc["unreadable"]

@@ -156,8 +156,9 @@ def test_the_patch_on_screen_is_the_patch(fixture: str) -> None:
     for block, wp in zip(commands, patches["patches"], strict=True):
         typed = shlex.split("\n".join(block).replace("\\\n", " "))
         p = wp["patch"]
-        assert typed[:8] == ["kubectl", "patch", p["kind"].lower(), p["name"], "-n",
-                             p["namespace"], "--type", p["type"]], typed
+        assert typed[:10] == ["kubectl", "--context", patches["context"], "patch",
+                              p["kind"].lower(), p["name"], "-n", p["namespace"], "--type",
+                              p["type"]], typed
         assert typed.count("kubectl") == 3 and "--dry-run=server" in typed  # preview, apply
     assert shown == [wp["patch"]["patch"] for wp in patches["patches"]]
 

@@ -637,3 +637,24 @@ def test_cache_dir_fix_without_an_absolute_path_says_so_and_gives_the_advice(
                  "granite-84f7c9d5b6", "cache-dir-not-writable")
     assert "is relative" in fix.text and "writable place" in fix.text
     assert fix.edits is None
+
+
+_QUANTITY = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:Ki|Mi|Gi|Ti)\b")
+_AS_IS = re.compile(r"\bit is (\d+(?:\.\d+)?(?:Ki|Mi|Gi|Ti))\b")
+
+
+@pytest.mark.parametrize("fixture", fixture_names())
+def test_a_fix_text_names_the_values_its_patch_sets(fixture: str) -> None:
+    """One /dev/shm size, one memory limit: every size the fixes and the remediations of
+    a patched workload propose is the one its patch sets (a size said as what it is now,
+    "it is 16Gi", is not a proposal)."""
+    report = report_of(str(FIXTURES / fixture))
+    for wp in report.patches:
+        sizes = set(_QUANTITY.findall(json.dumps(wp.patch.body)))
+        texts = [c.fix.text for c in report.cards
+                 if c.finding in wp.findings and c.workload == wp.workload and c.fix]
+        texts += [f.remediation for p in report.pods if p.owner == wp.workload
+                  for f in p.findings]
+        for text in texts:
+            said = set(_QUANTITY.findall(text)) - set(_AS_IS.findall(text))
+            assert said <= sizes, (wp.workload, said - sizes, text)

@@ -160,3 +160,34 @@ def crashlooping(dest: Path, pod_name: str = HEALTHY_POD) -> Path:
     write_bytes(logs / "vllm.previous.log", (FIXTURES / "cuda-oom" / "logs" / "llm" /
                                              CUDA_OOM_POD / "vllm.previous.log").read_bytes())
     return root
+
+
+def rename_values(root: Path, names: dict[str, str]) -> None:
+    """Every string value equal to a key becomes its value: in every object, in
+    incident.yaml, and in the log folders' and files' names (a bundle's names may be
+    anything: the tests give them hostile ones)."""
+    def walk(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: walk(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return names.get(value, value) if isinstance(value, str) else value
+
+    for path in [*(root / "objects").glob("*.yaml"), root / "incident.yaml"]:
+        path.write_text(yaml.safe_dump(walk(yaml.safe_load(path.read_text())),
+                                       allow_unicode=True))
+    logs = root / "logs"
+    for path in sorted(logs.rglob("*") if logs.exists() else (), key=lambda p: -len(p.parts)):
+        stem = path.name.split(".")[0] if path.is_file() else path.name
+        if stem in names:
+            path.rename(path.with_name(names[stem] + path.name[len(stem):]))
+
+
+def merge_fixture(root: Path, other: Path) -> None:
+    """``other``'s objects and logs added to the fixture at ``root``."""
+    for path in (other / "objects").glob("*.yaml"):
+        mine = load_list(root, path.stem)
+        mine["items"] += load_list(other, path.stem)["items"]
+        save_list(root, path.stem, mine)
+    if (other / "logs").exists():
+        shutil.copytree(other / "logs", root / "logs", dirs_exist_ok=True)

@@ -856,8 +856,17 @@ class Handler(BaseHTTPRequestHandler):
         state = status.get("state") or {}
         last = (status.get("lastState") or {}).get("terminated")
         # The kubelet picks the container instance from the pod status, not from what
-        # is on disk (kubelet validateContainerLogStatus).
-        if previous:
+        # is on disk (kubelet validateContainerLogStatus). Its own status, that is: when
+        # the API's holds none of the container (a status update lost), the kubelet still
+        # serves the logs of the instances it has.
+        if not status and (pod.get("spec") or {}).get("nodeName"):
+            path = self.server.fixture.log(ns, name, container, previous)
+            if not path.exists():
+                which = "previous terminated container" if previous else "container"
+                self._send(400, _status(400, "BadRequest", f'{which} "{container}" in pod '
+                                        f'"{name}" not found'))
+                return
+        elif previous:
             if not last and not state.get("terminated"):
                 self._send(400, _status(400, "BadRequest", f'previous terminated container '
                                         f'"{container}" in pod "{name}" not found'))

@@ -332,3 +332,33 @@ def test_the_findings_beside_the_pod_are_exported_like_every_other() -> None:
         assert texts and all(s.labels["proof"] and s.labels["fix"] for s in texts), fixture
         if fixture == "llmisvc-storage-initializer":
             assert {s.labels["workload"] for s in open_} == {"LLMInferenceService/llama-8b"}
+
+
+def test_every_triage_series_carries_its_cluster() -> None:
+    """Two clusters with the same finding id: each title series is its cluster's (a
+    --patterns file may give the id another title there), and no series lacks cluster."""
+    samples = _samples(_watch("gpu-east", _report("cuda-oom")),
+                       _watch("gpu-west", _report("cuda-oom")))
+    for name, series in samples.items():
+        if name.startswith("vllm_triage_"):
+            assert all(s.labels.get("cluster") for s in series), name
+    info = {(s.labels["cluster"], s.labels["finding"]) for s in samples["vllm_triage_finding_info"]}
+    assert ("gpu-east", "cuda-oom") in info and ("gpu-west", "cuda-oom") in info
+
+
+def test_a_fix_text_is_cut_between_commands_never_inside_one() -> None:
+    """A command cut short, pasted from an alert, is another command (an open quote
+    swallows what follows): the text label keeps each command whole or leaves it out."""
+    from triage.safety import codespans, shell
+    from triage.watch.cycle import bounded_text
+
+    command = ("kubectl --context gpu-east delete pod -n llm "
+               + shell.quote("vllm-qwen-'$(reboot)'-" + "x" * 60))
+    text = "Move the pod off the node " + "so its owner recreates it " * 5 \
+        + f"with {codespans.code(command)}, then check the node."
+    cut = bounded_text(text)
+    assert len(cut) <= TEXT_LIMIT and cut.endswith(CUT)
+    spans = [part for is_code, part in codespans.split(cut) if is_code]
+    assert all(part == command for part in spans), spans
+    assert "kubectl" not in "".join(part for is_code, part in codespans.split(cut)
+                                    if not is_code)

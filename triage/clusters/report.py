@@ -19,6 +19,7 @@ from triage.results import Report, Verdict
 from triage.safety.redact import redact_text
 from triage.safety.sanitize import sanitize
 from triage.writers import writers
+from triage.writers.markdown import code, inline
 
 SET_SCHEMA = "vllm-triage/report-set/v1"
 _ORDER = (Verdict.FAIL, Verdict.WARN, Verdict.UNKNOWN, Verdict.PASS, Verdict.NA)
@@ -78,11 +79,11 @@ def render(sections: list[ClusterReport], fmt: str, color: bool = False) -> str:
     if fmt == "markdown":
         out.append(f"# vLLM triage over {len(sections)} clusters: "
                    f"{overall(sections).value}\n")
-        out += [f"- {line}" for line in _headline(sections)]
+        out += [f"- {inline(line)}" for line in _headline(sections)]
         for s in sections:
-            out.append(f"\n## Cluster `{s.context}`\n")
+            out.append(f"\n## Cluster {code(s.context)}\n")
             out.append(one(s.report, False) if s.report is not None
-                       else f"Not read: {s.error}\n")
+                       else f"Not read: {inline(s.error)}\n")
         return "\n".join(out)
     out.append(f"vllm-triage over {len(sections)} clusters: {overall(sections).value}")
     out += [f"  {line}" for line in _headline(sections)]

@@ -9,6 +9,7 @@ section saying so, and the others are still reported.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 from triage import pipeline
 from triage.clusters.report import ClusterReport
 from triage.collect import ClusterUnreachable, CollectError
+from triage.fixes import files
 from triage.results import Report
 
 
@@ -44,7 +46,18 @@ def scan_contexts(contexts: list[str], make_collector: Callable[[str], object],
                 reports[ctx] = fut.result()
             except CollectError as exc:
                 errors[ctx] = str(exc)
-    return [ClusterReport(ctx, reports.get(ctx), errors.get(ctx, "")) for ctx in contexts]
+    return with_file_names([ClusterReport(ctx, reports.get(ctx), errors.get(ctx, ""))
+                            for ctx in contexts])
+
+
+def with_file_names(sections: list[ClusterReport]) -> list[ClusterReport]:
+    """Each cluster's patch files named with its context first ('gpu-east.llm....'),
+    unique over the whole run, as --fix-dir writes them and the commands name them."""
+    named = iter(files.named([(s.context, wp) for s in sections if s.report is not None
+                              for wp in s.report.patches]))
+    return [s if s.report is None else dataclasses.replace(s, report=dataclasses.replace(
+        s.report, patches=tuple(next(named) for _ in s.report.patches)))
+        for s in sections]
 
 
 def exit_code(sections: list[ClusterReport], fail_on: str = "critical") -> int:

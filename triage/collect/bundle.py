@@ -41,8 +41,9 @@ from triage.collect.logtail import keep_end
 from triage.collect.shape import normalize_items
 from triage.kube import workload
 from triage.logs import LogSource, decode, linetime
-from triage.safety import outfile
+from triage.safety import outfile, parsed
 from triage.safety.redact import REDACTION_VERSION, redact_object, redact_text
+from triage.safety.shell import KubectlTarget
 from triage.snapshot import (
     ALL_KINDS,
     OPTIONAL_KINDS,
@@ -71,18 +72,34 @@ _SCHEMA_RE = re.compile(r"^vllm-triage/bundle/v(\d+)$")
 # Offline input is someone else's: every read is bounded, measured on what is
 # kept, and the structure is bounded after parsing (YAML aliases make a few
 # hundred bytes into gigabytes of objects once anything walks them).
-_MAX_MEMBER_BYTES = 64 * 1024 * 1024  # one bundle member or file (objects, manifest)
-_MAX_TOTAL_BYTES = 1024 * 1024 * 1024  # a bundle unpacks to at most this
+_MAX_MEMBER_BYTES = parsed.MAX_FILE_BYTES  # one bundle member or file (objects, manifest)
+# A bundle unpacks to at most this, whatever its compression ratio (a 1 MB .tar.gz of
+# zeros unpacks to a gigabyte), and at most this is read into memory from a directory
+# (its logs are streamed from their files, not read in).
+MAX_TOTAL_BYTES = 512 * 1024 * 1024
 _MAX_METRICS_BYTES = 16 * 1024 * 1024  # as the live collector
 # Of a log in a .tar.gz (read into memory), its end: what a live scan keeps
 # (Options.limit_bytes). A log in a directory is streamed from its file whole, in
 # bounded memory (triage.logs), however large it is.
 OFFLINE_LOG_BYTES = 4 * 1024 * 1024
-_MAX_VALUES_PER_FILE = 2_000_000  # values (dicts, lists, scalars) in one parsed file
-_MAX_VALUES_TOTAL = 5_000_000
+_MAX_VALUES_PER_FILE = parsed.MAX_VALUES_PER_FILE  # values in one parsed file
+_MAX_VALUES_TOTAL = parsed.MAX_VALUES_TOTAL
 _MAX_ENTRIES = 100_000  # files and directories in a bundle or directory
 _MAX_DEPTH = 8
 _CHUNK = 1024 * 1024
+
+
+_BUNDLE_FILES = {"manifest.json", "incident.yaml", "prometheus.json"}
+_BUNDLE_FOLDERS = {"objects", "logs", "metrics"}
+
+
+def _read_by_loader(parts: tuple[str, ...]) -> bool:
+    """A member the loader reads: the bundle's own files, at its top or in its one
+    folder (``vllm-triage-bundle/``)."""
+    inner = [p for p in parts if p not in ("", ".")]
+    return any(inner[i:] and (inner[i] in _BUNDLE_FOLDERS or
+                              (len(inner) == i + 1 and inner[i] in _BUNDLE_FILES))
+               for i in (0, 1) if len(inner) > i)
 
 
 class _Entry:
@@ -129,6 +146,7 @@ class _DirSource(_Source):
     def __init__(self, root: Path) -> None:
         super().__init__(str(root))
         self.root = root
+        self.read_in = 0  # bytes read into memory (logs are streamed, not counted)
         stack: list[tuple[Path, str, int]] = [(root, "", 0)]
         while stack:
             folder, rel, depth = stack.pop()
@@ -166,11 +184,18 @@ class _DirSource(_Source):
                 return _Entry(problem="not a regular file")
             if tail:
                 fh.seek(max(0, st.st_size - cap))
-                return _Entry(fh.read(cap), total=st.st_size)
+                return self._counted(_Entry(fh.read(cap), total=st.st_size))
             data = fh.read(cap + 1)
             if len(data) > cap:
                 return _Entry(problem=f"larger than {cap // (1024 * 1024)} MiB")
-            return _Entry(data, total=len(data))
+            return self._counted(_Entry(data, total=len(data)))
+
+    def _counted(self, entry: _Entry) -> _Entry:
+        self.read_in += len(entry.data or b"")
+        if self.read_in > MAX_TOTAL_BYTES:
+            raise InputError(f"{self.root}: more than {MAX_TOTAL_BYTES // 2**20} MiB of "
+                             "objects and metrics to read; refusing it")
+        return entry
 
 
     def log(self, rel: str) -> tuple[LogSource | None, str, str]:
@@ -235,12 +260,21 @@ class _TarSource(_Source):
                     raise InputError(f"{path}: bundle member {member.name!r} is larger than "
                                      f"{_MAX_MEMBER_BYTES // (1024 * 1024)} MiB")
                 total += member.size
-                if total > _MAX_TOTAL_BYTES:
-                    raise InputError(f"{path}: bundle unpacks to more than "
-                                     f"{_MAX_TOTAL_BYTES // 2**30} GiB")
+                if total > MAX_TOTAL_BYTES:
+                    raise InputError(
+                        f"{path}: bundle unpacks to more than {MAX_TOTAL_BYTES // 2**20} MiB "
+                        f"(its members so far hold {total / 2**20:,.0f} MiB, from a "
+                        f"{path.stat().st_size / 2**20:,.1f} MiB file); refusing it")
                 self.kinds[rel] = "file"
                 src = tar.extractfile(member)
                 if src is None:
+                    continue
+                if not _read_by_loader(parts):
+                    # Read through (the stream goes on), never kept: only what a bundle
+                    # holds takes memory.
+                    while src.read(_CHUNK):
+                        pass
+                    self.files[rel] = _Entry(problem="not part of a bundle (not read)")
                     continue
                 keep = OFFLINE_LOG_BYTES if rel.endswith(".log") else _MAX_MEMBER_BYTES
                 kept: deque[bytes] = deque()
@@ -320,21 +354,11 @@ def _root_of(source: _Source) -> _Source:
 
 
 def _count_values(data: Any, name: str, budget: int) -> int:
-    """How many values ``data`` holds, walking shared ones as often as they are
-    reached (as everything downstream does); stops at ``budget``."""
-    count = 0
-    stack = [data]
-    while stack:
-        item = stack.pop()
-        count += 1
-        if count > budget:
-            raise InputError(f"{name}: more than {budget:,} values once parsed (YAML aliases "
-                             "or an oversized list?); refusing it")
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return count
+    """``triage.safety.parsed.count_values``, its refusal an unreadable input."""
+    try:
+        return parsed.count_values(data, name, budget)
+    except parsed.Refused as exc:
+        raise InputError(str(exc)) from None
 
 
 def _read_structured(source: _Source, rel: str, budget: list[int]) -> Any:
@@ -431,6 +455,9 @@ def _load(source: _Source) -> Snapshot:
         collected_at=str(man.get("collected_at") or ""),
         tool_version=str(man.get("tool_version") or __version__),
         selector=_text(man.get("selector")),
+        # A command printed from a bundle names the context it was collected from (and
+        # the kubeconfig file, when one was named).
+        kubectl=KubectlTarget(_text(man.get("context")), _text(man.get("kubeconfig"))),
     )
     failures = man.get("failures")
     for f in failures if isinstance(failures, list) else []:
@@ -464,6 +491,19 @@ def _load(source: _Source) -> Snapshot:
                 snap.objects[kind] = kept if redacted else [redact_object(o) for o in kept]
                 break
     fixture = man.get("schema") is None
+    if "pods" not in snap.objects:
+        # Without the pod list there is nothing to triage: never "no vLLM pods", exit 0.
+        raise InputError(f"{source.label}: no pod list (objects/pods.json): the bundle is "
+                         "incomplete, and nothing in it can be triaged")
+    if not fixture:
+        # A bundle holds every kind it read, an empty list included; a kind neither read,
+        # nor failed, nor absent from the cluster was taken out of it: unknown, not empty.
+        failed = {f.kind for f in snap.failures}
+        for kind in ALL_KINDS:
+            if kind not in snap.objects and kind not in failed | snap.absent_kinds:
+                snap.failures.append(ReadFailure(
+                    f"{kind} (objects/{kind}.json)", "not in the bundle", kind,
+                    (snap.namespace,) if snap.namespace and kind != "nodes" else ()))
     if fixture:  # a fixture: keep the pods a live scan would keep (once its logs are known)
         if snap.namespace:
             snap.objects = {k: [o for o in v if _in_namespace(o, k, snap.namespace)]
@@ -613,6 +653,9 @@ def write(snapshot: Snapshot, out: Path) -> None:
         "tool_version": snapshot.tool_version,
         "collected_at": snapshot.collected_at,
         "context": snapshot.context,
+        # The kubeconfig file it was read with, when one was named: the commands of a
+        # report analysed from the bundle name it, as the scan's did.
+        "kubeconfig": snapshot.kubectl.kubeconfig,
         "namespace": snapshot.namespace,
         "selector": snapshot.selector,
         "failures": [{"what": redact_text(f.what), "reason": redact_text(f.reason),

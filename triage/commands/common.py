@@ -138,12 +138,9 @@ def emit(report: Report, output: Output, output_file: Path | None, quiet: bool =
     if fix_dir is not None:
         from triage.fixes import files as fixdir
 
-        try:
-            written = fixdir.write(report, fix_dir, write_atomically)
-        except OSError as exc:
-            fail(f"cannot write patches to {fix_dir}: {exc.strerror or exc}", EXIT_USAGE)
-        say(f"{len(written)} patch file(s) written to {fix_dir}" if written else
-            f"no patch to write to {fix_dir}: no finding has a computed patch")
+        # The commands printed name the files where they are written.
+        report = fixdir.placed(report, fix_dir)
+        write_fixes([report], fix_dir)
 
     def draw_table(r: Report, color: bool) -> str:
         from triage.writers import table
@@ -162,6 +159,22 @@ def emit(report: Report, output: Output, output_file: Path | None, quiet: bool =
         say(f"report written to {output_file}")  # to a file, or a stream other than stdout
         sys.stdout.write(render["table"](report, use_color()))
     sys.stdout.flush()
+
+
+def write_fixes(reports: list[Report], fix_dir: Path) -> None:
+    """--fix-dir: every patch of the reports (placed in ``fix_dir``) to its own file; the
+    count said is the count of files written."""
+    from triage.fixes import files as fixdir
+
+    written: list[Path] = []
+    for report in reports:
+        try:
+            written += fixdir.write(report, write_atomically)
+        except OSError as exc:
+            fail(f"cannot write patches to {fix_dir}: {exc.strerror or exc}", EXIT_USAGE)
+    count = len(set(written))
+    say(f"{count} patch file(s) written to {fix_dir}" if count else
+        f"no patch to write to {fix_dir}: no finding has a computed patch")
 
 
 def write_report(output_file: Path, text: Callable[[], str | Iterable[str]]) -> bool:

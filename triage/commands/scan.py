@@ -2,29 +2,24 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 
 from triage.collect import InputError
-
-if TYPE_CHECKING:
-    from triage.clusters.report import ClusterReport
 from triage.commands.common import (
-    EXIT_USAGE,
     Output,
     check_report_flags,
     emit,
-    fail,
     guard,
     live_collector,
     progress,
     report_format,
     say,
     use_color,
-    write_atomically,
+    write_fixes,
     write_report,
 )
 from triage.commands.options import (
@@ -123,7 +118,13 @@ def scan_clusters(contexts: list[str], all_contexts: bool, namespace: str | None
             if s.report is None:
                 say(f"vllm-triage: warning: cluster {s.context}: {s.error}")
         if fix_dir is not None:
-            write_fixes(sections, fix_dir)
+            from triage.fixes import files as fixdir
+
+            # The commands printed name the files where they are written.
+            sections = [s if s.report is None else
+                        dataclasses.replace(s, report=fixdir.placed(s.report, fix_dir))
+                        for s in sections]
+            write_fixes([s.report for s in sections if s.report is not None], fix_dir)
         if output_file is not None:
             if write_report(output_file, lambda: render(sections, output.value)) and not quiet:
                 say(f"report written to {output_file}")
@@ -133,18 +134,3 @@ def scan_clusters(contexts: list[str], all_contexts: bool, namespace: str | None
                                     output is Output.table and use_color()))
         sys.stdout.flush()
     raise typer.Exit(fleet.exit_code(sections, fail_on))
-
-
-def write_fixes(sections: list[ClusterReport], fix_dir: Path) -> None:
-    """--fix-dir over several clusters: each cluster's patches, its context in the names."""
-    from triage.fixes import files as fixdir
-
-    written: list[Path] = []
-    for s in sections:
-        if s.report is not None:
-            try:
-                written += fixdir.write(s.report, fix_dir, write_atomically, cluster=s.context)
-            except OSError as exc:
-                fail(f"cannot write patches to {fix_dir}: {exc.strerror or exc}", EXIT_USAGE)
-    say(f"{len(written)} patch file(s) written to {fix_dir}" if written else
-        f"no patch to write to {fix_dir}: no finding has a computed patch")

@@ -148,7 +148,7 @@ def cluster_watch(context: str | None, cluster_name: str | None, namespace: str 
                        all_namespaces=all_namespaces, selector=selector, tail_lines=tail_lines,
                        request_timeout=timeout, prometheus=prom_opts)
 
-    source = LiveSource(kubeconfig, context, timeout, options)
+    source = LiveSource(kubeconfig, context, timeout, options, cluster_name)
     name = cluster_name or context
     if eager:
         name = cluster_name or source.connection().context

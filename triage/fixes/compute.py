@@ -16,16 +16,16 @@ from typing import Any, Protocol
 
 from triage.facts import REGISTRY as FACTS
 from triage.facts import ContainerContext
+from triage.fixes import commands as patch_commands
 from triage.fixes import patches
 from triage.fixes.language import (
-    FIELD,
     FixCase,
     FixLanguageError,
     Missing,
     PatchSpec,
     fill,
-    format_value,
-    render,
+    render_command,
+    render_text,
 )
 from triage.kube import workload
 from triage.results import Fix, Patch
@@ -142,12 +142,13 @@ def _case(case: FixCase, scope: _Scope, ctx: ContainerContext) -> Fix | Missing:
             return ok
         if not ok:
             return _SKIPPED
-    text = render(case.text, scope)
+    target = ctx.snapshot.kubectl
+    text = render_text(case.text, scope, target)
     if isinstance(text, Missing):
         return text
     commands: list[str] = []
     for template in case.commands:
-        command = render(template, scope)
+        command = render_command(template, scope, target)
         if isinstance(command, Missing):
             return command
         commands.append(command)
@@ -158,11 +159,22 @@ def _case(case: FixCase, scope: _Scope, ctx: ContainerContext) -> Fix | Missing:
         if isinstance(filled, Missing):
             return filled
         edits = filled
-        patch = _build(ctx, filled)
+        patch, moved = _build(ctx, filled)
         if patch is not None:
-            commands.append(patch.command())
+            commands.append(patch_commands.apply(patch, target.flags()))
+            if moved:
+                text = f"{text.rstrip()} {_kept_qos(ctx, moved)}"
     return Fix(text=" ".join(text.split()) if "\n- " not in text else text.strip(),
                values=tuple(values), patch=patch, commands=tuple(commands), edits=edits)
+
+
+def _kept_qos(ctx: ContainerContext, moved: list[str]) -> str:
+    """What the patch does to the requests besides what the fix says, and why."""
+    qos = str((ctx.pod.get("status") or {}).get("qosClass") or "")
+    keeps = f"its QoS class ({qos})" if qos else "its QoS class"
+    return (f"The patch also sets {' and '.join(f'`{m}`' for m in moved)} with the limit "
+            f"(a request equal to its limit moves with it, none is left above it), so the "
+            f"pod keeps {keeps}.")
 
 
 def _fill_patch(spec: PatchSpec, scope: _Scope) -> dict[str, Any] | Missing:
@@ -221,10 +233,11 @@ def _typed(obj: Obj, kind: str) -> Obj:
             "kind": kind, **{k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}}
 
 
-def _build(ctx: ContainerContext, filled: dict[str, Any]) -> Patch | None:
+def _build(ctx: ContainerContext, filled: dict[str, Any]) -> tuple[Patch | None, list[str]]:
+    """The patch, and the requests it moves with their limits (``patches.keep_qos``)."""
     target = target_of(ctx, str(filled["target"]))
     if target is None:
-        return None
+        return None, []
     lws = workload.leader_worker_set(ctx.snapshot, ctx.pod) \
         if target.kind == "LeaderWorkerSet" else None
     if lws is not None:
@@ -235,7 +248,8 @@ def _build(ctx: ContainerContext, filled: dict[str, Any]) -> Patch | None:
                           pod=filled["pod"], spec=filled["spec"],
                           template=tuple(filled["template"]) if filled.get("template")
                           else None)
-    return to_patch(patches.build(target, edits))
+    patch = to_patch(patches.build(target, edits))
+    return patch, patches.requests_moved(target, edits) if patch is not None else []
 
 
 def to_patch(doc: dict[str, Any] | None) -> Patch | None:
@@ -259,7 +273,5 @@ def attach(patterns: Mapping[str, Fixable], diag: Any, holds: Any) -> None:
 
 def general_advice(pattern: Fixable, scope: _Scope) -> str:
     """The pattern's remediation with the pod's real names in its commands."""
-    def value(m: Any) -> str:
-        got = scope.get(m.group(1))
-        return format_value(got, m.group(2)) if got is not None else f"(no {m.group(1)})"
-    return str(FIELD.sub(value, pattern.remediation))
+    return str(render_text(pattern.remediation, scope, scope.ctx.snapshot.kubectl,
+                           say_missing=True))

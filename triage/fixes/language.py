@@ -25,6 +25,8 @@ from typing import Any
 
 import regex
 
+from triage.safety import codespans, shell
+from triage.safety.shell import KubectlTarget
 from triage.speed import lazyregex
 
 KIB, MIB, GIB, TIB = 1024, 1024**2, 1024**3, 1024**4
@@ -269,6 +271,75 @@ def render(template: str, scope: Mapping[str, Any]) -> str | Missing:
 
     text: str = FIELD.sub(fill, template)
     return Missing(missing[0]) if missing else text
+
+
+def render_text(template: str, scope: Mapping[str, Any], target: KubectlTarget,
+                say_missing: bool = False) -> str | Missing:
+    """A fix's text or a remediation filled in: prose with its `code spans`, each value
+    from the cluster on one line and visible (``shell.visible``); a code span that is a
+    ``kubectl`` command is filled as a command (``render_command``: every word quoted, the
+    cluster named), and every span is written with backticks no value can close.
+    ``say_missing``: a name without a value reads "(no NAME)" instead of failing."""
+    missing: list[str] = []
+
+    def value(m: regex.Match[str]) -> str:
+        return _value(m, scope, missing, say_missing)
+
+    out: list[str] = []
+    for is_code, part in codespans.split(template):
+        if is_code and is_command(part):
+            command = render_command(part, scope, target, say_missing)
+            if isinstance(command, Missing):
+                return command
+            out.append(codespans.code(command))
+        elif is_code:
+            out.append(codespans.code(FIELD.sub(value, part)))
+        else:
+            out.append(FIELD.sub(value, part))
+    return Missing(missing[0]) if missing else "".join(out)
+
+
+def is_command(text: str) -> bool:
+    """A code span (or a ``commands`` entry) that runs kubectl."""
+    return text.lstrip().startswith(shell.KUBECTL + " ")
+
+
+def render_command(template: str, scope: Mapping[str, Any], target: KubectlTarget,
+                   say_missing: bool = False) -> str | Missing:
+    """A command template filled in as a shell line: split into words first (as a POSIX
+    shell splits it), each word filled and quoted, a value that is a whole word never
+    read as a flag, a list value as one word per item; every ``kubectl`` that starts a
+    command names the cluster (``target``)."""
+    words = shell.split(template)
+    if words is None:
+        raise FixLanguageError(f"{template!r}: a command whose quotes do not close")
+    missing: list[str] = []
+    out: list[str] = []
+    for i, word in enumerate(words):
+        if isinstance(word, shell.Operator):
+            out.append(word)
+            continue
+        whole = FIELD.fullmatch(word)
+        got = scope.get(whole.group(1)) if whole else None
+        if whole and isinstance(got, (list, tuple)) and whole.group(2) is None:
+            out += [shell.argument(format_value(item, None)) for item in got]
+        else:
+            filled = FIELD.sub(lambda m: _value(m, scope, missing, say_missing), word)
+            out.append(shell.argument(filled) if word.startswith("{") else filled)
+        if shell.starts_kubectl(words, i):
+            out += target.flags()
+    return Missing(missing[0]) if missing else shell.join(out)
+
+
+def _value(m: regex.Match[str], scope: Mapping[str, Any], missing: list[str],
+           say_missing: bool) -> str:
+    got = scope.get(m.group(1))
+    if got is None or isinstance(got, Missing):
+        if say_missing:
+            return f"(no {m.group(1)})"
+        missing.append(got.name if isinstance(got, Missing) else m.group(1))
+        return ""
+    return shell.visible(format_value(got, m.group(2)))
 
 
 def format_value(value: Any, spec: str | None) -> str:

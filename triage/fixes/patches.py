@@ -236,12 +236,62 @@ def apply(target: Target, edits: Edits) -> Obj | None:
     container = _find_container(target.kind, pod, target.container)
     if container is None:
         return None
+    before = copy.deepcopy(container.get("resources"))
     for path, value in edits.container.items():
         if not _set(container, _split(path), value):
             return None
     if edits.args:
         set_flags(container, edits.args)
+    keep_qos(before, container)
     return new
+
+
+def requests_moved(target: Target, edits: Edits) -> list[str]:
+    """The requests the patch moves with their limits (``keep_qos``), not named by the fix
+    itself, as ``requests.memory=24Gi``."""
+    new = apply(target, edits)
+    where = edits.template or _TEMPLATE.get(target.kind)
+    if new is None or where is None:
+        return []
+    old_pod, new_pod = _descend(target.obj, where), _descend(new, where)
+    if old_pod is None or new_pod is None:
+        return []
+    old_c = _find_container(target.kind, old_pod, target.container) or {}
+    new_c = _find_container(target.kind, new_pod, target.container) or {}
+    old_req = (old_c.get("resources") or {}).get("requests") or {}
+    new_req = (new_c.get("resources") or {}).get("requests") or {}
+    named = {_split(k)[-1] for k in edits.container if k.startswith("resources.requests")}
+    return [f"requests.{k}={v}" for k, v in new_req.items()
+            if old_req.get(k) != v and k not in named]
+
+
+def keep_qos(before: Any, container: Obj) -> list[str]:
+    """Requests kept with the limits a fix moved, so the pod keeps its QoS class: a
+    request that was equal to its limit moves with it (a Guaranteed pod stays
+    Guaranteed, and an extended resource's request must equal its limit), and none is
+    left above its limit. The requests moved, as ``requests.memory=24Gi``."""
+    old = before if isinstance(before, dict) else {}
+    resources = container.get("resources")
+    if not isinstance(resources, dict) or not isinstance(resources.get("limits"), dict):
+        return []
+    limits = resources["limits"]
+    old_limits: Obj = old["limits"] if isinstance(old.get("limits"), dict) else {}
+    old_requests: Obj = old["requests"] if isinstance(old.get("requests"), dict) else {}
+    requests = resources.get("requests")
+    moved: list[str] = []
+    for name, limit in limits.items():
+        if not isinstance(requests, dict) or name not in requests:
+            continue  # no request: the API server sets it to the limit, whatever it is
+        request = requests[name]
+        was, asked = old_limits.get(name), old_requests.get(name)
+        same = was is not None and asked is not None and _bytes(was) == _bytes(asked) \
+            and _bytes(was) is not None
+        over = None not in (_bytes(request), _bytes(limit)) \
+            and (_bytes(request) or 0) > (_bytes(limit) or 0)
+        if ((same and limit != was and request == asked) or over) and request != limit:
+            requests[name] = limit
+            moved.append(f"requests.{name}={limit}")
+    return moved
 
 
 def _strip(obj: Obj) -> Obj:

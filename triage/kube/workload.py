@@ -58,6 +58,11 @@ def command_line(container: Obj) -> list[str]:
     return [str(x) for x in (container.get("command") or []) + (container.get("args") or [])]
 
 
+def container_statuses(pod: Obj) -> list[Obj]:
+    """Every container status the API reports of a pod (containers, init containers)."""
+    return _statuses(pod)
+
+
 def container_status(pod: Obj, name: str) -> Obj:
     """The status of a container, init container or native sidecar; {} when the API
     reports none (a pod just created, or a status the kubelet has not written)."""

@@ -8,9 +8,10 @@ from collections.abc import Iterable
 
 from triage import __version__
 from triage.facts import timeline
+from triage.fixes import files
 from triage.kube import workload
 from triage.report.cards import cards
-from triage.report.summary import beside, overall, passed_over, summary
+from triage.report.summary import beside, no_status, overall, passed_over, summary
 from triage.report.workload_patches import workload_patches
 from triage.results import (
     PodResult,
@@ -73,18 +74,22 @@ def build(snapshot: Snapshot, pods: list[PodDiagnosis], steps: list[StepResult],
         checklist=tuple(steps),
         unreadable=tuple(Unreadable(f.what, f.reason) for f in snapshot.failures),
         warnings=tuple(sorted(snapshot.notes)) + passed_over(snapshot.passed_over)
-        + tuple(warnings),
+        + no_status([d.pod for d in pods]) + tuple(warnings),
         prometheus=None if snapshot.prometheus is None else PrometheusSource(
             snapshot.prometheus.source, snapshot.prometheus.window_seconds,
             snapshot.prometheus.end),
         cards=shown,
         patches=workload_patches(snapshot, pods, shown),
         beside=beside(raw),
+        kubectl=tuple(snapshot.kubectl.flags()),
     )
     # Every string, whatever field of the cluster it came from, is made safe
     # for a terminal first (an escape sequence could hide a credential from
-    # the redactor), then redacted.
-    return dataclasses.replace(map_strings(report, _clean), pods=results)
+    # the redactor), then redacted. File names are given after: two names the
+    # redaction made alike still get a file each.
+    clean = map_strings(report, _clean)
+    return dataclasses.replace(clean, pods=results, patches=tuple(
+        files.named([("", wp) for wp in clean.patches])))
 
 
 def _clean(text: str) -> str:

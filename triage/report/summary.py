@@ -3,6 +3,7 @@ verdict, the findings beside their step and the pods passed over."""
 
 from __future__ import annotations
 
+from triage.kube import workload
 from triage.results import (
     BesideFinding,
     Finding,
@@ -10,12 +11,22 @@ from triage.results import (
     StepResult,
     Verdict,
 )
-from triage.snapshot import Snapshot
+from triage.snapshot import Obj, Snapshot, meta
 
 
 def passed_over(pods: list[str]) -> tuple[str, ...]:
     return tuple(f"not triaged (nothing marks it as a vLLM server), but crash-looping: {p}; "
                  "if it serves with vLLM, select it with -l" for p in pods)
+
+
+def no_status(pods: list[Obj]) -> tuple[str, ...]:
+    """The triaged pods on a node whose status holds no container's: what the tool says
+    of them comes from their logs and spec alone, and a person should know why."""
+    return tuple(
+        f"pod {meta(p).get('namespace')}/{meta(p).get('name')}: the kubelet reported no "
+        "container status (status.containerStatuses is empty); its logs were read and "
+        "judged without it" for p in pods
+        if workload.pod_spec(p).get("nodeName") and not workload.container_statuses(p))
 
 
 def beside(pods: tuple[PodResult, ...]) -> tuple[BesideFinding, ...]:

@@ -72,6 +72,9 @@ class WorkloadPatch:
     workload: str
     patch: Patch
     findings: tuple[str, ...]
+    # The file ``--fix-dir`` writes it to, as the commands name it: unique in the run and
+    # safe on every filesystem (``triage.fixes.files``); with --fix-dir, its path there.
+    file: str = ""
 
 
 @dataclass(frozen=True)
@@ -143,6 +146,9 @@ class Report:
     # Findings shown as their own rows beside the checklist; the checklist
     # itself is always exactly the ten steps.
     beside: tuple[BesideFinding, ...] = ()
+    # The flags every kubectl command of the report carries to name its cluster
+    # (``--kubeconfig FILE``, ``--context NAME``; ``triage.safety.shell.KubectlTarget``).
+    kubectl: tuple[str, ...] = ()
 
     @property
     def failing(self) -> bool:
@@ -162,7 +168,8 @@ class Report:
             "summary": self.summary,
             "cards": [c.to_document() for c in self.cards],
             "patches": [{"workload": w.workload, "findings": list(w.findings),
-                         "patch": w.patch.to_document()} for w in self.patches],
+                         "file": w.file, "patch": w.patch.to_document()}
+                        for w in self.patches],
             "pods": [p.to_document() for p in self.pods] if pods else [],
             "checklist": [
                 {"step": s.step, "title": s.title, "verdict": s.verdict.value,
@@ -226,9 +233,12 @@ class Report:
                                         str(prom["end"])) if prom else None,
             cards=tuple(Card.from_document(c) for c in doc.get("cards") or ()),
             patches=tuple(WorkloadPatch(str(w["workload"]), _patch(w["patch"]),
-                                        tuple(w.get("findings") or ()))
+                                        tuple(w.get("findings") or ()), str(w.get("file", "")))
                           for w in doc.get("patches") or ()),
-            beside=beside)
+            beside=beside,
+            # The context is what a saved document keeps of the cluster's flags.
+            kubectl=("--context", str(doc["context"])) if doc.get("context")
+            and doc.get("context") != "in-cluster" else ())
 
 
 T = TypeVar("T")

@@ -28,26 +28,6 @@ class Patch:
         return {"apiVersion": self.api_version, "kind": self.kind, "namespace": self.namespace,
                 "name": self.name, "type": self.type, "patch": self.body}
 
-    def command(self, patch_file: str | None = None) -> str:
-        """The kubectl command that applies it (the tool never does)."""
-        return (f"kubectl patch {self.resource} {self.name} -n {self.namespace} "
-                f"--type {self.type} " + (f"--patch-file {patch_file}" if patch_file else
-                                         f"-p '{_compact(self.body)}'"))
-
-    def preview(self, patch_file: str | None = None) -> str:
-        """The kubectl command that shows what it would change, server-side, changing nothing."""
-        return (self.command(patch_file) + " --dry-run=server -o yaml | kubectl diff -f -")
-
-    def command_lines(self, patch_file: str, preview: bool = False) -> list[str]:
-        """``command`` / ``preview`` with ``--patch-file`` as short shell lines joined by
-        backslashes, so a ticket or a narrow terminal never breaks one mid-argument."""
-        head = (f"kubectl patch {self.resource} {self.name} -n {self.namespace} "
-                f"--type {self.type} \\")
-        if preview:
-            return [head, f"  --patch-file {patch_file} \\",
-                    "  --dry-run=server -o yaml | kubectl diff -f -"]
-        return [head, f"  --patch-file {patch_file}"]
-
 
 PATCH_RESOURCES = {
     "Deployment": "deployment", "StatefulSet": "statefulset", "ReplicaSet": "replicaset",
@@ -62,11 +42,6 @@ def _patch(p: dict[str, Any]) -> Patch:
                  str(p["type"]), p["patch"])
 
 
-def _compact(body: Any) -> str:
-    import json
-    return json.dumps(body, separators=(",", ":")).replace("'", "'\\''")
-
-
 @dataclass(frozen=True)
 class Fix:
     """What to change, computed from the pod's own facts by the pattern's ``fix``."""
@@ -74,11 +49,19 @@ class Fix:
     text: str
     values: tuple[tuple[str, Any], ...] = ()  # each computed number under a stable name
     patch: Patch | None = None
-    commands: tuple[str, ...] = ()  # kubectl commands with the real names
+    # kubectl commands with the real names, quoted, naming the cluster; the last is the
+    # patch's (``kubectl patch ... -p``) when there is a patch.
+    commands: tuple[str, ...] = ()
     # Facts the fix needed and did not have (then ``text`` is the general advice).
     missing: tuple[str, ...] = ()
     # The edits behind ``patch`` (filled), so one workload's fixes combine into one patch.
     edits: Any = None
+
+    @property
+    def run(self) -> tuple[str, ...]:
+        """The commands to run besides the patch (the patch is shown with its file)."""
+        return self.commands[:-1] if self.patch is not None and self.commands \
+            else self.commands
 
     def value_map(self) -> dict[str, Any]:
         return dict(self.values)

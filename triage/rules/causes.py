@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from triage.facts import REGISTRY, PodContext, Scopes
-from triage.fixes.language import FixCase, Missing, render, template_names
+from triage.fixes.language import FixCase, Missing, render_text, template_names
 from triage.kube import workload
 from triage.results import Finding
 from triage.rules.evaluate import Evaluator, PodDiagnosis
@@ -219,7 +219,7 @@ def _case(case: FixCase, values: _Values) -> str | None:
         ok = case.check.evaluate(scope)
         if isinstance(ok, Missing) or not ok:
             return None
-    text = render(case.text, scope)
+    text = render_text(case.text, scope, values.scopes.snapshot.kubectl)
     return None if isinstance(text, Missing) else text
 
 

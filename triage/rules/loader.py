@@ -10,7 +10,9 @@ others still run.
 
 from __future__ import annotations
 
+import fnmatch
 import functools
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +65,7 @@ from triage.rules.language import (
     RootCauseLeaf,
     walk,
 )
+from triage.safety import parsed
 from triage.speed import lazyregex
 from triage.speed.lazyregex import LazyRegex
 from triage.vllm.metrics import METRICS
@@ -754,23 +757,37 @@ def parse_pattern(text: str, source: str, lazy: bool = False,
 
 
 def parse_document(text: str, source: str, lazy: bool = False,
-                   wordings: Mapping[str, Wording] | None = None) -> Pattern | CausePattern:
-    """One pattern file: a finding's pattern, or a cause (``scope: cluster``)."""
+                   wordings: Mapping[str, Wording] | None = None,
+                   budget: list[int] | None = None) -> Pattern | CausePattern:
+    """One pattern file: a finding's pattern, or a cause (``scope: cluster``).
+    ``budget``: the values the files of one load may still parse to (shared)."""
     reader = _Reader(source, lazy, wordings)
-    data = _yaml(text, source)
+    data = _yaml(text, source, budget)
     if isinstance(data, dict) and data.get("scope") == "cluster":
         return reader.cause_pattern(data)
     return reader.pattern(data)
 
 
-def _yaml(text: str, source: str) -> Any:
+def _yaml(text: str, source: str, budget: list[int] | None = None) -> Any:
+    """The file parsed, its values counted before anything walks them: an alias bomb in a
+    --patterns directory is refused as a manifest's or a bundle's is
+    (``triage.safety.parsed``)."""
     try:
-        return yaml.load(text, Loader=_YAML_LOADER)  # a SafeLoader: no arbitrary objects
+        data = yaml.load(text, Loader=_YAML_LOADER)  # a SafeLoader: no arbitrary objects
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else "(file)"
         problem = getattr(exc, "problem", exc)
         raise PatternError(source, where, f"not valid YAML: {problem}") from None
+    except RecursionError:
+        raise PatternError(source, "(file)", "nested too deeply") from None
+    total = budget if budget is not None else [parsed.MAX_VALUES_TOTAL]
+    try:
+        total[0] -= parsed.count_values(data, source, min(parsed.MAX_VALUES_PER_FILE,
+                                                          max(total[0], 0)))
+    except parsed.Refused as exc:
+        raise PatternError(source, "(file)", str(exc).removeprefix(f"{source}: ")) from None
+    return data
 
 
 @dataclass(frozen=True)
@@ -783,10 +800,11 @@ class Checklist:
     settings: dict[str, Any]
 
 
-def read_checklist(text: str, source: str, base: Checklist | None = None) -> Checklist:
+def read_checklist(text: str, source: str, base: Checklist | None = None,
+                   budget: list[int] | None = None) -> Checklist:
     """A checklist file; over ``base`` (the shipped one) it changes only what it names, and
     may name only the steps and settings the shipped file has, with values of their type."""
-    data = _yaml(text, source)
+    data = _yaml(text, source, budget)
     if not isinstance(data, dict) or set(data) - {"steps", "settings"}:
         raise PatternError(source, "(top)", "a checklist file has steps and settings")
     titles = dict(base.titles) if base else {}
@@ -855,6 +873,7 @@ def load_patterns(extra_dirs: Iterable[Path] = (), check_builtin: bool = False) 
     causes: dict[str, CausePattern] = {}
     errors: list[PatternError] = []
     checklist: Checklist | None = None
+    budget = [parsed.MAX_VALUES_TOTAL]  # values all the files may parse to
     shipped = builtin_dir()
     extra_dirs = list(extra_dirs)
     table = _wordings(extra_dirs, errors)
@@ -863,22 +882,30 @@ def load_patterns(extra_dirs: Iterable[Path] = (), check_builtin: bool = False) 
             errors.append(PatternError(str(directory), "(directory)", "not a directory"))
             continue
         lazy = directory == shipped and not check_builtin
-        for path in sorted(directory.glob("*.y*ml")):
+        try:
+            paths = _pattern_files(directory)
+        except parsed.Refused as exc:
+            errors.append(PatternError(_display(directory), "(directory)", str(exc)))
+            continue
+        for path in paths:
             if path.name in DATA_FILES and path.name != CHECKLIST_FILE:
                 continue  # data beside the patterns, read by its own reader
             try:
-                text = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                errors.append(PatternError(_display(path), "(file)", f"unreadable: {exc}"))
+                text = parsed.read_text(path)
+            except (OSError, UnicodeDecodeError, parsed.Refused) as exc:
+                problem = str(exc).removeprefix(f"{path}: ")
+                if isinstance(exc, OSError):
+                    problem = exc.strerror or problem
+                errors.append(PatternError(_display(path), "(file)", f"unreadable: {problem}"))
                 continue
             if path.name == CHECKLIST_FILE:
                 try:
-                    checklist = read_checklist(text, _display(path), checklist)
+                    checklist = read_checklist(text, _display(path), checklist, budget)
                 except PatternError as exc:
                     errors.append(exc)
                 continue
             try:
-                found = parse_document(text, _display(path), lazy, table)
+                found = parse_document(text, _display(path), lazy, table, budget)
             except PatternError as exc:
                 errors.append(exc)
                 continue
@@ -900,6 +927,20 @@ def load_patterns(extra_dirs: Iterable[Path] = (), check_builtin: bool = False) 
             kept.append(cause)
     return PatternSet(loaded.patterns, loaded.errors + tuple(cause_errors), tuple(kept),
                       checklist or shipped_checklist())
+
+
+def _pattern_files(directory: Path) -> list[Path]:
+    """The YAML files of a patterns directory, in order; a directory of more entries than
+    any input may have is refused rather than listed."""
+    found: list[Path] = []
+    with os.scandir(directory) as entries:
+        for i, entry in enumerate(entries):
+            if i >= parsed.MAX_ENTRIES:
+                raise parsed.Refused(f"more than {parsed.MAX_ENTRIES:,} entries; not a "
+                                     "patterns directory")
+            if fnmatch.fnmatch(entry.name, "*.y*ml"):
+                found.append(Path(entry.path))
+    return sorted(found)
 
 
 def _wordings(extra_dirs: list[Path], errors: list[PatternError]) -> dict[str, Wording]:

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from triage.logs import LogSource
+from triage.safety.shell import KubectlTarget
 from triage.snapshot.events import _involved, parse_rfc3339
 from triage.snapshot.objects import Obj, meta
 from triage.snapshot.telemetry import PrometheusWindow
@@ -112,6 +113,8 @@ class Snapshot:
     # revisions) is there. Rules that need those are then not applicable, never
     # "no match": evaluation says unknown with this reason.
     static: str | None = None
+    # The cluster as every printed kubectl command names it (--context, --kubeconfig).
+    kubectl: KubectlTarget = field(default_factory=KubectlTarget)
     _indexes: dict[str, tuple[list[Obj], int, dict[tuple[str, str], Obj]]] = field(
         default_factory=dict, repr=False, compare=False)
     _events: tuple[list[Obj], int, dict[tuple[str, str, str], list[Obj]]] | None = field(

@@ -27,6 +27,7 @@ from pathlib import Path
 import regex as _regex
 import yaml
 
+from triage.safety import parsed
 from triage.speed import lazyregex
 
 # Every regex of a wording or a pattern file is compiled so: the `regex` module's
@@ -81,8 +82,8 @@ def read(path: Path, origin: str | None = None) -> tuple[dict[str, Wording], lis
     the shipped ones compile on first use (the tests compile every one)."""
     where = origin or str(path)
     try:
-        content = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        content = parsed.read_text(path)
+    except (OSError, UnicodeDecodeError, parsed.Refused) as exc:
         return {}, [WordingError(where, "(file)", f"unreadable: {exc}")]
     return _built(_check(content), where)
 
@@ -105,6 +106,12 @@ def _check(content: str) -> dict[str, list[list[str]]]:
         return {"wordings": [], "problems": [[
             f"line {mark.line + 1}" if mark is not None else "(file)",
             f"not valid YAML: {getattr(exc, 'problem', exc)}"]]}
+    except RecursionError:
+        return {"wordings": [], "problems": [["(file)", "nested too deeply"]]}
+    try:  # an alias bomb is refused before anything walks it (triage.safety.parsed)
+        parsed.count_values(data, "the file", parsed.MAX_VALUES_PER_FILE)
+    except parsed.Refused as exc:
+        return {"wordings": [], "problems": [["(file)", str(exc).removeprefix("the file: ")]]}
     if not isinstance(data, list):
         return {"wordings": [], "problems": [["(top)", "a wordings file is a list of entries "
                                               "with name, regex, means and source"]]}

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import regex
 
 from triage.results import Finding, PodResult, Report, Severity
+from triage.safety import codespans
 from triage.safety.redact import redact_text
 from triage.safety.sanitize import sanitize
 
@@ -55,9 +56,22 @@ _SPACE = regex.compile(r"\s+")
 
 def bounded_text(text: str, limit: int = TEXT_LIMIT) -> str:
     """Cluster text made safe to show (sanitised, masked), one line, at most ``limit``
-    characters; a cut ends in ``CUT``."""
+    characters; a cut ends in ``CUT``. A cut never falls inside a `code span`: a command
+    is given whole or not at all (half a command, pasted, is another command)."""
     one: str = _SPACE.sub(" ", redact_text(sanitize(text))).strip()
-    return one if len(one) <= limit else one[:limit - len(CUT)].rstrip() + CUT
+    if len(one) <= limit:
+        return one
+    room = limit - len(CUT)
+    out = ""
+    for is_code, part in codespans.split(one):
+        piece = codespans.code(part) if is_code else part
+        if len(out) + len(piece) <= room:
+            out += piece
+            continue
+        if not is_code:
+            out += piece[:room - len(out)]
+        break
+    return out.rstrip() + CUT
 
 
 @dataclass(frozen=True)

@@ -46,8 +46,9 @@ class ReportCollector(Collector):
             "triage's, moved by a partial one only where it decided.",
             labels=[*place, "severity", "step"])
         info = GaugeMetricFamily(
-            "vllm_triage_finding_info", "Title of each finding id that is open (from its "
-            "pattern file; constant per id).", labels=["finding", "severity", "step", "title"])
+            "vllm_triage_finding_info", "Title of each finding id that is open in a cluster "
+            "(from its pattern file; constant per id).",
+            labels=[*cl, "finding", "severity", "step", "title"])
         fix = GaugeMetricFamily(
             "vllm_triage_fix_value", "A number of the computed fix of an open finding (for "
             "example the --max-model-len that fits).", labels=[*place, "name"])
@@ -96,7 +97,7 @@ class ReportCollector(Collector):
         watch_info = GaugeMetricFamily(
             "vllm_triage_watch_info", "The watch: its version and where its report is served.",
             labels=[*cl, "version", "report_url"])
-        titles: dict[str, tuple[str, str, str]] = {}
+        titles: dict[tuple[str, str], tuple[str, str, str]] = {}
         budget = self.max_series
         for watch in self.clusters:
             status: ClusterStatus = watch.status
@@ -146,10 +147,10 @@ class ReportCollector(Collector):
                     budget -= 1
                     family.add_metric(labels, value)
                     if family is finding:
-                        titles[o.id] = (o.severity, str(o.step), o.title)
+                        titles[(name, o.id)] = (o.severity, str(o.step), o.title)
             dropped.add_metric([name], lost)
-        for fid, (severity, step_no, title) in sorted(titles.items()):
-            info.add_metric([fid, severity, step_no, title], 1)
+        for (cluster, fid), (severity, step_no, title) in sorted(titles.items()):
+            info.add_metric([cluster, fid, severity, step_no, title], 1)
         yield from (finding, info, fix, text, step, duration, failed, failed_total, last, ok,
                     cycles, interval, pods, carried, watch_up, dropped, watch_info)
 

@@ -8,15 +8,25 @@ every triage loop runs (liveness); /readyz says every cluster has a complete
 cycle that ended at most three intervals ago (a watch whose cycles all fail,
 the API server unreachable or the credentials refused, is not ready). Only
 GET and HEAD are answered.
+
+Under a flood of slow or half-open clients every request is still answered within
+``ANSWER_WITHIN`` seconds, or refused with 503: at most ``MAX_CLIENTS`` connections
+are served at once (one more is answered 503 at once and closed), a connection that
+sends nothing or reads nothing for ``IDLE_TIMEOUT`` seconds is closed, a request that
+waits longer than ``LOCK_WAIT`` for the scrape and render lock is answered 503, and a
+report is rendered once per cycle, not once per request. A client that goes away is
+no error worth a traceback.
 """
 
 from __future__ import annotations
 
+import contextlib
 import html
 import socket
+import sys
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -61,9 +71,21 @@ def render_report(clusters: list[ClusterWatch], fmt: str) -> str | None:
     return text
 
 
-class WatchServer(ThreadingHTTPServer):
-    daemon_threads = True
+MAX_CLIENTS = 256  # connections served at once, each in a thread of its own
+IDLE_TIMEOUT = 8.0  # seconds a connection may send or read nothing
+LOCK_WAIT = 8.0  # seconds a request waits for the scrape and render lock
+ANSWER_WITHIN = 10.0
+_BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+         b"Retry-After: 5\r\nConnection: close\r\nContent-Length: 5\r\n\r\nbusy\n")
+# What a client that goes away (or never speaks) makes a read or a write raise.
+_GONE = (ConnectionError, TimeoutError, socket.timeout)
+
+
+class WatchServer(HTTPServer):
+    """An HTTP server with a thread per connection, at most ``MAX_CLIENTS`` of them."""
+
     allow_reuse_address = True
+    request_queue_size = 1024  # a burst of connections waits in the kernel, not in SYN retries
 
     def __init__(self, address: tuple[str, int], clusters: list[ClusterWatch],
                  registry: CollectorRegistry, alive: Callable[[], bool]) -> None:
@@ -74,13 +96,71 @@ class WatchServer(ThreadingHTTPServer):
         self.registry = registry
         self.alive = alive
         self.lock = threading.Lock()  # one scrape or render at a time: bounded memory
+        self.slots = threading.BoundedSemaphore(MAX_CLIENTS)
+        # The last render of each format, with what it was rendered from (kept alive, so
+        # compared by identity): a report is rendered once per cycle.
+        self.rendered: dict[str, tuple[tuple[Any, ...], str | None]] = {}
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """Each connection in a thread of its own while there is a slot; else a 503 at
+        once, written without waiting on the client."""
+        if not self.slots.acquire(blocking=False):
+            _refuse_busy(request)
+            self.shutdown_request(request)
+            return
+        threading.Thread(target=self._serve_one, args=(request, client_address),
+                         name="http-client", daemon=True).start()
+
+    def _serve_one(self, request: Any, client_address: Any) -> None:
+        try:
+            self.finish_request(request, client_address)
+        except Exception:
+            self.handle_error(request, client_address)
+        finally:
+            self.shutdown_request(request)
+            self.slots.release()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away, or never spoke, is not news; anything else is one
+        line on stderr, never a traceback."""
+        exc = sys.exc_info()[1]
+        if exc is None or isinstance(exc, _GONE):
+            return
+        sys.stderr.write(f"vllm-triage watch: serving a request failed: "
+                         f"{type(exc).__name__}: {exc}\n")
+
+    def render(self, fmt: str) -> str | None:
+        """``render_report``, once per what it is rendered from (called under ``lock``)."""
+        source = tuple((w.status.last_complete, w.status.last_partial, w.status.last_cycle,
+                        w.status.last_error_at, w.unserved_reason()) for w in self.clusters)
+        cached = self.rendered.get(fmt)
+        if cached is not None and len(cached[0]) == len(source) and all(
+                a[0] is b[0] and a[1] is b[1] and a[2:] == b[2:]
+                for a, b in zip(cached[0], source, strict=True)):
+            return cached[1]
+        text = render_report(self.clusters, fmt)
+        self.rendered[fmt] = (source, text)
+        return text
+
+
+def _refuse_busy(request: socket.socket) -> None:
+    """503 on a connection there is no slot for: what the client sent is drained (so
+    closing sends no reset that could lose the answer), nothing is waited for."""
+    try:
+        request.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            request.recv(65536)
+        request.send(_BUSY)
+    except OSError:
+        pass
 
 
 class _Handler(BaseHTTPRequestHandler):
     server: WatchServer
     protocol_version = "HTTP/1.1"
-    # A client that connects and sends nothing (or drips) holds a thread for at most this.
-    timeout = 30
+    # A client that connects and sends nothing, or reads nothing, holds its slot at most
+    # this long per read or write.
+    timeout = IDLE_TIMEOUT
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # probes and scrapes every few seconds are not news
@@ -105,13 +185,23 @@ class _Handler(BaseHTTPRequestHandler):
         srv = self.server
         if path == "/metrics":
             encoder, content_type = choose_encoder(self.headers.get("Accept", ""))
-            with srv.lock:
+            if not srv.lock.acquire(timeout=LOCK_WAIT):
+                self._busy()
+                return
+            try:
                 body = encoder(srv.registry)
+            finally:
+                srv.lock.release()
             self._send(200, body, content_type)
         elif path in _FORMATS:
             fmt, content_type = _FORMATS[path]
-            with srv.lock:
-                text = render_report(srv.clusters, fmt)
+            if not srv.lock.acquire(timeout=LOCK_WAIT):
+                self._busy()
+                return
+            try:
+                text = srv.render(fmt)
+            finally:
+                srv.lock.release()
             if text is None:
                 why = "".join(f"{w.status.name}: {w.unserved_reason()}\n" for w in srv.clusters)
                 self._send(503, why.encode("utf-8", "replace"), "text/plain; charset=utf-8",
@@ -139,6 +229,9 @@ class _Handler(BaseHTTPRequestHandler):
                        b"metrics</a></li></ul></body></html>\n", "text/html; charset=utf-8")
         else:
             self._send(404, b"not found\n", "text/plain; charset=utf-8")
+
+    def _busy(self) -> None:
+        self._send(503, b"busy\n", "text/plain; charset=utf-8", {"Retry-After": "5"})
 
     def _refuse(self) -> None:
         self.close_connection = True

@@ -22,6 +22,7 @@ from triage.collect.live import (
     transport,
 )
 from triage.collect.live.podwatch import PodWatcher
+from triage.safety.shell import KubectlTarget
 
 
 class StoppableReader(Reader):
@@ -42,9 +43,11 @@ class StoppableReader(Reader):
 
 class LiveSource:
     def __init__(self, kubeconfig: str | None, context: str | None, timeout: float,
-                 options: Callable[[Connection], Options]) -> None:
+                 options: Callable[[Connection], Options],
+                 cluster_name: str | None = None) -> None:
         self.kubeconfig = kubeconfig
         self.context = context
+        self.cluster_name = cluster_name
         self.timeout = timeout
         self.options = options
         self.conn: Connection | None = None
@@ -56,7 +59,12 @@ class LiveSource:
         again); kept after that: tokens refresh in it."""
         with self._lock:
             if self.conn is None:
-                self.conn = connect(self.kubeconfig, self.context, self.timeout)
+                conn = connect(self.kubeconfig, self.context, self.timeout)
+                if not conn.kubectl.context and self.cluster_name:
+                    # In a pod there is no context: the commands name the cluster by the
+                    # name it was given (--cluster-name), the context people reach it by.
+                    conn.kubectl = KubectlTarget(self.cluster_name)
+                self.conn = conn
             return self.conn
 
     def collector(self) -> LiveCollector:

@@ -7,11 +7,13 @@ from the report passes ``html.escape``: a log line may hold ``<script>``.
 
 from __future__ import annotations
 
-import re
 from html import escape
 
+from triage.fixes import commands as patch_commands
+from triage.fixes import files as fixdir
 from triage.report.shown import beside_of, pods_label
 from triage.results import PodResult, Report
+from triage.safety import codespans
 from triage.snapshot import format_window
 from triage.writers import svg
 from triage.writers.markdown import utc
@@ -272,27 +274,29 @@ def _cards(report: Report) -> list[str]:
         out.append(f'<p class="proof"><strong>proof</strong> <code>{e(proof)}</code></p>')
         if card.fix is not None:
             out.append(f'<div class="fix"><strong>fix</strong> {_prose(card.fix.text)}</div>')
-            for command in card.fix.commands:
-                if card.fix.patch is None or command != card.fix.patch.command():
-                    out.append(f'<p class="cmd"><code>{e(command)}</code></p>')
+            for command in card.fix.run:
+                out.append(f'<p class="cmd"><code>{e(command)}</code></p>')
         for cause in card.causes:
             out.append(f'<p class="cause"><strong>cause</strong> {e(cause)}</p>')
         out.append("</div>")
     for wp in report.patches:
         out.append('<div class="patch">')
         out.append(f"<h3>Patch for {e(wp.workload)} ({e(', '.join(wp.findings))})</h3>")
+        out.append(f"<details><summary><code>{e(wp.file)}</code> (--fix-dir DIR writes it)"
+                   f"</summary>{_pre(fixdir.body_yaml(wp.patch.body, width=100).splitlines())}"
+                   "</details>")
         out.append("<p class=\"muted\">never applied by vllm-triage; preview, then apply:</p>")
-        out.append(_pre([wp.patch.preview(), wp.patch.command()]))
+        out.append(_pre(patch_commands.lines(wp.patch, report.kubectl, wp.file, preview=True)
+                        + patch_commands.lines(wp.patch, report.kubectl, wp.file)))
         out.append("</div>")
     out.append("</section>")
     return out
 
 
-_CODE = re.compile(r"`([^`]+)`")
-
-
 def _inline(text: str) -> str:
-    return _CODE.sub(lambda m: f"<code>{m.group(1)}</code>", e(text))
+    """Prose escaped, its code spans as <code> (split as CommonMark splits them)."""
+    return "".join(f"<code>{e(part)}</code>" if is_code else e(part)
+                   for is_code, part in codespans.split(text))
 
 
 def _prose(text: str) -> str:

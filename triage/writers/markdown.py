@@ -18,22 +18,24 @@ import html
 import re
 import textwrap
 
-import yaml
-
+from triage.fixes import commands as patch_commands
 from triage.fixes import files as fixdir
 from triage.report.shown import beside_of, blocks, pick, pods_label, step_lines
 from triage.results import PodResult, Report
+from triage.safety import codespans
 
 VERDICT_MARK = {"pass": "✅ pass", "warn": "⚠️ warn", "fail": "❌ fail",
                 "unknown": "❔ unknown", "n/a": "⚪ n/a"}
 SEVERITY_MARK = {"critical": "🔴 critical", "warning": "🟠 warning", "info": "🔵 info"}
 _INLINE_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&#!])")
 # GitHub and GitLab turn @name into a mention (a notification to that user or
-# team) and http://, https://, www. and a@b.c into links even in escaped
-# text; a zero-width space after the @ and before :// or the dot of www.
-# keeps them plain text that reads the same (a ticket must not ping people
-# or link to what a pod printed).
-_MENTION_OR_AUTOLINK = re.compile(r"@|(?<=http)(?=://)|(?<=https)(?=://)|(?<=ftp)(?=://)"
+# team), #123, org/repo#45 and GH-123 into references to issues, and http://,
+# https://, www. and a@b.c into links, even in escaped text (they link the text
+# the Markdown renders to); a zero-width space after the @ or the #, after GH, and
+# before :// or the dot of www. keeps them plain text that reads the same (a
+# ticket must not ping people or link to what a pod printed).
+_MENTION_OR_AUTOLINK = re.compile(r"@|(?<=#)(?=[0-9])|(?<=\bGH)(?=-[0-9])"
+                                  r"|(?<=http)(?=://)|(?<=https)(?=://)|(?<=ftp)(?=://)"
                                   r"|(?<=www)(?=\.)", re.IGNORECASE)
 _ZWSP = "&#8203;"
 IN_SIGHT = 4  # evidence lines of a finding shown open, the proving ones first
@@ -42,18 +44,20 @@ CODE_WIDTH = 110  # a code block's lines wrap here, visibly, instead of scrollin
 
 def inline(text: object) -> str:
     """Text safe inside a paragraph or a table cell: one line, nothing interpreted."""
-    flat = " ".join(str(text).split())
-    escaped = _INLINE_SPECIAL.sub(r"\\\1", flat)
+    return _escaped(" ".join(str(text).split()))
+
+
+def _escaped(text: str) -> str:
+    escaped = _INLINE_SPECIAL.sub(r"\\\1", text)
     return _MENTION_OR_AUTOLINK.sub(lambda m: m.group() + _ZWSP, escaped)
 
 
-def code(text: object) -> str:
-    """An inline code span that survives backticks and pipes in the text."""
-    flat = " ".join(str(text).split()).replace("|", "\\|")
-    longest = max((len(m) for m in re.findall(r"`+", flat)), default=0)
-    ticks = "`" * (longest + 1)
-    pad = " " if flat.startswith("`") or flat.endswith("`") else ""
-    return f"{ticks}{pad}{flat}{pad}{ticks}"
+def code(text: object, cell: bool = False) -> str:
+    """An inline code span that survives backticks in the text; in a table ``cell``,
+    pipes too (there a code span's ``|`` would end the cell: GFM reads ``\\|``
+    as ``|``; anywhere else ``\\|`` would be shown, and a command would not run)."""
+    flat = " ".join(str(text).split())
+    return codespans.code(flat.replace("|", "\\|") if cell else flat)
 
 
 def fenced(lines: list[str], info: str = "text") -> str:
@@ -133,9 +137,8 @@ def _cards(report: Report) -> list[str]:
             first, *rest = card.fix.text.splitlines() or [""]
             out.append(f"- **fix:** {_remediation(first)[0]}")
             out += [f"  {line}" for line in _remediation(chr(10).join(rest)) if line]
-            for command in card.fix.commands:
-                if card.fix.patch is None or command != card.fix.patch.command():
-                    out.append(f"- run: {code(command)}")
+            for command in card.fix.run:
+                out.append(f"- run: {code(command)}")
         for cause in card.causes:
             out.append(f"- cause: {inline(cause)}")
         out.append("")
@@ -144,17 +147,18 @@ def _cards(report: Report) -> list[str]:
                    "each to a file):")
         out.append("")
         for wp in report.patches:
-            name = fixdir.file_name(wp)
             p = wp.patch
-            out.append(f"- {code(wp.workload)} ({inline(', '.join(wp.findings))}): {code(name)}")
+            out.append(f"- {code(wp.workload)} ({inline(', '.join(wp.findings))}): "
+                       f"{code(wp.file)}")
             out.append("")
-            body = yaml.safe_dump(p.body, sort_keys=False, width=100).splitlines()
+            body = fixdir.body_yaml(p.body, width=100).splitlines()
             out.append("  " + fenced(body, "yaml").replace(chr(10), chr(10) + "  "))
             out.append("")
             out.append("  preview, then apply:")
             out.append("")
-            out.append("  " + fenced(p.command_lines(name, preview=True) + p.command_lines(name),
-                                     "sh")
+            out.append("  " + fenced(
+                patch_commands.lines(p, report.kubectl, wp.file, preview=True)
+                + patch_commands.lines(p, report.kubectl, wp.file), "sh")
                        .replace(chr(10), chr(10) + "  "))
             out.append("")
     return out
@@ -164,8 +168,9 @@ def _pods(pods: tuple[PodResult, ...]) -> list[str]:
     out = ["#### Pods", "", "| Pod | State | Restarts | Top finding |",
            "| --- | --- | ---: | --- |"]
     for pod in pods:
-        out.append("| " + " | ".join([code(f"{pod.namespace}/{pod.name}"), inline(pod.state),
-                                      str(pod.restarts), _top_finding(pod)]) + " |")
+        out.append("| " + " | ".join([code(f"{pod.namespace}/{pod.name}", cell=True),
+                                      inline(pod.state), str(pod.restarts),
+                                      _top_finding(pod)]) + " |")
     out.append("")
     return out
 
@@ -214,7 +219,8 @@ def _checklist(report: Report) -> list[str]:
         out.append(f"| {s.step} | {inline(s.title)} | {VERDICT_MARK[s.verdict.value]} | "
                    f"{first} |")
         for row in beside_of(report, s.step):
-            out.append(f"| ↳ | {code(row.id)}: {inline(row.title)} (beside step {s.step}) | "
+            out.append(f"| ↳ | {code(row.id, cell=True)}: {inline(row.title)} "
+                       f"(beside step {s.step}) | "
                        f"{VERDICT_MARK[row.verdict.value]} | on {inline(pods_label(row.pods))} |")
         if len(lines) > 1:
             full.append(f"**Step {s.step}. {inline(s.title)}: {VERDICT_MARK[s.verdict.value]}**")
@@ -303,27 +309,32 @@ def _top_finding(pod: PodResult) -> str:
     if not findings:
         return "no finding"
     top = findings[0]
-    text = f"{SEVERITY_MARK[top.severity.value]} {code(top.id)}: {inline(top.title)}"
+    text = f"{SEVERITY_MARK[top.severity.value]} {code(top.id, cell=True)}: " \
+           f"{inline(top.title)}"
     if len(findings) > 1:
-        text += " (also " + ", ".join(code(f.id) for f in findings[1:]) + ")"
+        text += " (also " + ", ".join(code(f.id, cell=True) for f in findings[1:]) + ")"
     return text
 
 
 def _remediation(text: str) -> list[str]:
     """Remediation is prose written for people, hard-wrapped in the pattern files: each
     paragraph and each list item becomes one line (trackers turn a newline in a comment
-    into a line break), code spans stay, no HTML gets through."""
+    into a line break). Its code spans stay code (split as CommonMark splits them, each
+    written with a fence no value inside can close); everything else is escaped as
+    ``inline`` escapes it: no HTML, link, mention or reference gets through."""
     lines: list[str] = []
     for raw in text.splitlines():
-        parts = re.split(r"(`+[^`]*`+)", raw)
-        safe = "".join(p if p.startswith("`") else
-                       p.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-                       for p in parts).rstrip()
-        item = re.match(r"^\s*(?:[-*]|\d+[.)])\s", safe)
-        if not safe.strip():
+        item = _ITEM.match(raw)
+        mark, rest = (item.group(1), raw[item.end():]) if item else ("", raw)
+        safe = "".join(code(part) if is_code else _escaped(part)
+                       for is_code, part in codespans.split(rest)).rstrip()
+        if not raw.strip():
             lines.append("")
         elif item or not lines or not lines[-1]:
-            lines.append(safe.strip() if not item else safe.lstrip())
+            lines.append(f"{mark} {safe.strip()}" if item else safe.strip())
         else:
             lines[-1] += " " + safe.strip()
     return lines
+
+
+_ITEM = re.compile(r"^\s*([-*]|\d+[.)])\s+")

@@ -13,7 +13,6 @@ from __future__ import annotations
 import io
 import re
 
-import yaml
 from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.markup import escape
@@ -22,6 +21,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from triage.fixes import commands as patch_commands
 from triage.fixes import files as fixdir
 from triage.report.shown import (
     Block,
@@ -143,24 +143,27 @@ def _cards(report: Report, width: int) -> list[RenderableType]:
                 shown.append(Text(f"... {len(rest) - FIX_ITEMS} more (see -o markdown)",
                                   style="dim"))
             out.append(_labelled("fix:   ", Group(*shown), 3))
-            for command in card.fix.commands:
-                if card.fix.patch is None or command != card.fix.patch.command():
-                    out.append(_labelled("run:   ", Text("\n".join(
-                        shell_lines(command, width - 10))), 3))
+            for command in card.fix.run:
+                out.append(_labelled("run:   ", Text("\n".join(
+                    shell_lines(command, width - 10))), 3))
         for cause in card.causes:
             out.append(_labelled("cause: ", Text(cause, style="yellow"), 3))
     if report.patches:
         out.append(Text("Patches to review (never applied by vllm-triage; --fix-dir DIR "
                         "writes them):", style="bold"))
         for wp in report.patches:
-            name = fixdir.file_name(wp)
-            out.append(_labelled("", Text(f"{wp.workload} ({', '.join(wp.findings)}): {name}"),
-                                 3))
-            body = yaml.safe_dump(wp.patch.body, sort_keys=False, width=max(40, width - 10))
+            out.append(_labelled("", Text(f"{wp.workload} ({', '.join(wp.findings)}): "
+                                          f"{wp.file}"), 3))
+            body = fixdir.body_yaml(wp.patch.body, width=max(40, width - 10))
             out.append(Padding(Text(body.rstrip("\n"), no_wrap=True, overflow="fold"),
                                (0, 0, 0, 5)))
             out.append(_labelled("", Text("preview, then apply:", style="dim"), 3))
-            lines = (wp.patch.command_lines(name, preview=True) + wp.patch.command_lines(name))
+            lines = (patch_commands.lines(wp.patch, report.kubectl, wp.file, preview=True)
+                     + patch_commands.lines(wp.patch, report.kubectl, wp.file))
+            # A line too long for the screen is broken between arguments, with a
+            # backslash: folded, what is copied would run a command cut short.
+            lines = [f"{' ' * _indent(line)}{part}" for line in lines
+                     for part in shell_lines(line.strip(), width - 6 - _indent(line))]
             out.append(Padding(Text("\n".join(lines), overflow="fold"), (0, 0, 0, 5)))
     if out:
         out.append(Text(""))

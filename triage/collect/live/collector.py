@@ -31,6 +31,7 @@ from triage.collect.shape import Shaped, normalize, normalize_items
 from triage.kube import autoscaling, workload
 from triage.logs import LogSource, decode
 from triage.safety.redact import redact_object
+from triage.safety.shell import unnamed_cluster
 from triage.snapshot import NODE_EVENTS, PICKER_PODS, Obj, ReadFailure, Snapshot, meta
 from triage.vllm import selection
 
@@ -219,7 +220,11 @@ class LiveCollector:
             collected_at=_now(),
             tool_version=__version__,
             selector=self.opts.selector,
+            kubectl=self.conn.kubectl,
         )
+        unnamed = unnamed_cluster(self.conn.context, self.conn.kubectl)
+        if unnamed:
+            snap.notes.append(unnamed)
         self.progress(f"listing pods in {ns or 'all namespaces'}")
         others: list[Obj] = []  # not selected, asking for a GPU or failing (bounded)
         snap.objects["pods"] = self._list_pods(ns, snap.notes, others)
@@ -770,11 +775,24 @@ class LiveCollector:
                                                       snap.selected_by_log):
             cname = str(container.get("name"))
             status = workload.container_status(pod, cname)
+            if not status and workload.pod_spec(pod).get("nodeName"):
+                # The kubelet reported no status (lost, or not written yet): the log may
+                # hold the failure, so both are asked for; one that is not there is no
+                # failure to read (``_log_reader``).
+                keys += [(ns, name, cname, "current"), (ns, name, cname, "previous")]
+                continue
             if status.get("state", {}).get("running") or status.get("state", {}).get("terminated"):
                 keys.append((ns, name, cname, "current"))
             if status.get("lastState", {}).get("terminated") or status.get("restartCount"):
                 keys.append((ns, name, cname, "previous"))
         return keys
+
+    @staticmethod
+    def _no_status(snap: Snapshot, ns: str, name: str, container: str) -> bool:
+        """The API holds no status of the pod's container."""
+        pod = next((p for p in snap.objects.get("pods") or []
+                    if meta(p).get("namespace") == ns and meta(p).get("name") == name), None)
+        return pod is not None and not workload.container_status(pod, container)
 
     def _log_reader(self, snap: Snapshot, ns: str, pod: str, container: str,
                     stream: str) -> Callable[[], None]:
@@ -784,8 +802,12 @@ class LiveCollector:
             try:
                 text, note = self._read_log_end(ns, pod, container, stream)
             except ReadError as exc:
-                snap.failures.append(ReadFailure(what, _log_failure(snap, ns, pod, exc),
-                                                 "logs", (ns, pod, container, stream)))
+                if exc.status == 400 and self._no_status(snap, ns, pod, container):
+                    # Asked for without a status to say it exists: the kubelet has none.
+                    snap.notes.append(f"{what}: none ({exc.reason})")
+                    return
+                snap.failures.append(ReadFailure(what, _log_failure(snap, ns, pod, exc), "logs",
+                                                 (ns, pod, container, stream)))
                 return
             snap.logs[(ns, pod, container, stream)] = LogSource(data=text)
             if note:

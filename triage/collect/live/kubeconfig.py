@@ -16,7 +16,7 @@ import time
 import warnings
 from collections.abc import Callable
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +35,7 @@ from triage.collect.live.errors import _one_line
 from triage.collect.live.processes import _children, _stop
 from triage.safety.redact import redact_text
 from triage.safety.sanitize import one_line
+from triage.safety.shell import KubectlTarget
 from triage.snapshot import Obj
 
 if TYPE_CHECKING:  # httpx and the Prometheus client load only when --prometheus is given
@@ -49,6 +50,10 @@ class Connection:
     api: Any  # kubernetes.client.ApiClient
     context: str | None
     default_namespace: str
+    # How a printed kubectl command names this cluster: the context and the kubeconfig
+    # file it came from (--kubeconfig, or $KUBECONFIG when it names one file); in a pod,
+    # no context (the watch names it with --cluster-name).
+    kubectl: KubectlTarget = field(default_factory=KubectlTarget)
 
 
 Say = Callable[[str], None]
@@ -173,7 +178,11 @@ def connect(kubeconfig: str | None, context: str | None, timeout: float,
     api = k8s.ApiClient(cfg)
     api.user_agent = f"vllm-triage/{__version__}"
     transport.install(api.rest_client.pool_manager)
-    return Connection(api, ctx_name, namespace)
+    single = kubeconfig or (env_config if env_config and os.pathsep not in env_config
+                            else None)
+    target = KubectlTarget() if in_cluster else KubectlTarget(
+        ctx_name, os.path.abspath(os.path.expanduser(single)) if single else None)
+    return Connection(api, ctx_name, namespace, target)
 
 
 def _context_not_found(context: str, path: str, contexts: list[Any]) -> str:
