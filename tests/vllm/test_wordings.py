@@ -21,7 +21,7 @@ import yaml
 from tests.conftest import ROOT
 from triage.rules.language import EventLeaf, FactLeaf, FieldLeaf, LogLeaf, RootCauseLeaf, walk
 from triage.rules.loader import DATA_FILES, REGEX_FLAGS, load_patterns
-from triage.vllm import wordings
+from triage.vllm import rootcause, wordings
 from triage.vllm.wordings import WORDINGS_FILE
 
 TRIAGE = ROOT / "triage"
@@ -45,8 +45,6 @@ ALLOWED: dict[str, dict[str, str]] = {
                                    "[local GPU]",
     },
     "triage/facts/timeline.py": {
-        r"^\s*[A-Za-z_][\w.]*(?:Error|Exception)\b:": "the shape of a Python exception "
-                                                      "line, whatever raised it",
         ".": "any line: its level (ERROR, CRITICAL) decides",
     },
     "triage/facts/kubernetes.py": {
@@ -58,19 +56,21 @@ ALLOWED: dict[str, dict[str, str]] = {
         r"^(\d+(?:\.\d+)?)([KMGTPE]i?|[kmgtpe]?)$": "a Kubernetes quantity's format",
     },
     "triage/rules/evaluate.py": {
-        "(?:^|[\\])│|][ \\t]*|:\\d+: )(?:(?P<trace>Traceback \\(most recent)"
-        "|(?P<warn>[A-Za-z_][\\w.]*Warning\\b:)"
-        "|(?P<exc>[A-Za-z_][\\w.]*(?:Error|Exception|Exit|Interrupt)\\b:?|Fatal Python error"
-        "|Bus error|Segmentation fault|Killed$|Exception in (?:worker|thread)\\b))"
-        "|(?P<nccl>\\bNCCL WARN\\b)"
-        "|^[ \\t]*(?P<pydantic>Value error, )"
-        "|^(?P<argparse>[\\w.\\- ]*\\w: error: )"
-        "|(?P<torch>\\bterminated with exception: )":
-            "the shapes of an error line in any program's log (a Python exception or "
-            "warning, a fatal signal, NCCL's WARN, pydantic's and argparse's error lines): "
-            "the root cause is the last such line, whichever program printed it; its named "
-            "groups are read by the code that ranks them",
         r" line \d+> ": "the tool's own evidence format (the matched line's marker)",
+        r"^((?:previous log|log) \([^)]*\)) line (\d+)([> ]) (.*)$": "the tool's own "
+        "evidence format: which log, the line's number, its marker, the line as printed",
+        r"^event |^pod \S+ condition \w+=": "the tool's own evidence format: an event's and a "
+                                            "pod condition's evidence",
+    },
+    "triage/vllm/rootcause.py": {
+        rootcause.ERROR_SHAPE.pattern: "the shapes of an error line in any program's log (a "
+        "Python exception or warning, pydantic's header and error lines, argparse's error, "
+        "C++'s terminate and what(), a fatal signal, the shell's report of one, NCCL's WARN): "
+        "what a line says about a failure; its named groups are read by the code that ranks "
+        "them",
+        rootcause.NOT_A_MESSAGE.pattern: "the shapes of a traceback's own lines (its header, "
+        "frames, chaining sentences, carets, the source echo) and argparse's usage text: "
+        "never the cause",
     },
     "triage/vllm/selection.py": {
         r"\(APIServer pid=\d+\)|\((?:EngineCore|VllmWorker|VllmWorkerProcess|Worker_TP)\w*"

@@ -105,8 +105,9 @@ def _again(item: LogItem, before: tuple[LogItem, ...]) -> LogItem:
 
 
 def blocks(lines: list[str]) -> list[Block]:
-    """Consecutive log lines of one log become one block under its name; consecutive
-    numbers from one source become one block under the source."""
+    """Consecutive log lines of one log become one block under its name, in the log's
+    order (the evidence leads with the line that states the cause, its context after it);
+    consecutive numbers from one source become one block under the source."""
     out: list[Block] = []
     for line in lines:
         m = _LOG_LINE.match(line)
@@ -114,8 +115,10 @@ def blocks(lines: list[str]) -> list[Block]:
             source = f"{m.group(1)} ({m.group(2)})"
             item = LogItem(int(m.group(3)), m.group(4) == ">", m.group(5))
             if out and out[-1].source == source and out[-1].log:
-                item = _again(item, out[-1].log)
-                out[-1] = Block(source, log=(*out[-1].log, item))
+                log = sorted((*out[-1].log, item), key=lambda i: i.number)
+                at = log.index(item)
+                log[at] = _again(item, tuple(log[:at]))
+                out[-1] = Block(source, log=tuple(log))
             else:
                 out.append(Block(source, log=(item,)))
             continue
