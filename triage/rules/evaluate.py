@@ -777,8 +777,11 @@ def warn_when(evaluator: Evaluator, patterns: tuple[Pattern, ...], diag: PodDiag
     so an early sign cannot have an id of its own). Patterns that refer to the finding
     with a ``finding`` leaf see only its critical form; ``escalate`` does not apply.
     A fallback's warning form is tried with the fallbacks (``fallback=True``): after them,
-    and only when no critical finding explains the pod."""
+    only when no critical finding explains the pod, and not when a known signature quotes
+    the previous log (a crash it explains is not one of no known signature)."""
     raised = {f.id for f in diag.findings}
+    if fallback and any(not f.fallback and _quotes_previous_log(f) for f in diag.findings):
+        return  # a known signature already says why the previous run crashed
     for pattern in patterns:
         if pattern.warn_when is None or diag.states.get(pattern.id) is Truth.TRUE \
                 or pattern.fallback is not fallback:
@@ -804,6 +807,13 @@ def warn_when(evaluator: Evaluator, patterns: tuple[Pattern, ...], diag: PodDiag
             diag.states[pattern.id] = Truth.TRUE
             raised.add(pattern.id)
             break  # one finding per pod, as for the critical form's first container
+
+
+def _quotes_previous_log(f: Finding) -> bool:
+    """The finding rests on a line of the previous container's log (its first evidence line
+    is one its rule matched there: ``lead_with_cause`` put it first)."""
+    return bool(f.evidence) and f.evidence[0].startswith("previous log (") and \
+        _MARKED.search(f.evidence[0][:160]) is not None
 
 
 def classify(snapshot: Snapshot, patterns: tuple[Pattern, ...],
