@@ -599,6 +599,21 @@ CASES.update({
         "nvidia.com/gpu": "4"}}}}, 4), ({"unread": ["nodes"]}, "UNKNOWN")],
     "cluster_gpus_held": [({}, 1), ({"pod": PENDING}, 0)],
     "max_num_seqs": [({}, None), ({"container": {"args": ["--max-num-seqs", "64"]}}, 64)],
+    # the version vLLM logged, else the image tag's; major x 100 + minor
+    "vllm_release": [({}, 10),
+                     ({"log": "(APIServer pid=1) INFO 11-28 02:40:01 [api_server.py:1354] vLLM "
+                              "API server version 0.13.0\n"}, 13),
+                     ({"container": {"image": "vllm/vllm-openai:v0.8.5.post1"}}, 8),
+                     ({"container": {"image": "registry.acme.internal/ml/vllm:latest"}}, None)],
+    "max_lora_rank": [({}, 16), ({"container": {"args": ["--max-lora-rank", "64"]}}, 64)],
+    "lora_rank_needed": [
+        ({}, None),
+        ({"previous_log": "(EngineCore pid=86) ERROR 06-01 13:18:12 [core.py:1341] ValueError: "
+                          "LoRA rank 64 is greater than max_lora_rank 16.\n"}, 64),
+        ({"unread": ["logs"]}, "UNKNOWN")],
+    "compilation_config": [({}, None), ({"container": {"args": [
+        "--compilation-config", '{"level": 3}']}}, '{"level": 3}')],
+    "quantization": [({}, None), ({"container": {"args": ["--quantization", "awq"]}}, "awq")],
     "autoscale_target": [({}, None), ({"pod": OWNED_POD, "objects": WITH_HPA}, 4.0)],
     # the same HPA's only metric; behind a CPU metric it is the second
     "autoscale_target_field": [

@@ -27,4 +27,9 @@ def test_every_pattern_beside_its_step_is_not_about_what_the_step_names() -> Non
                       # issue 15: a stall, a hang, a dead engine, an unwritable cache and a
                       # rejected flag are none of them what their step names.
                       "startup-stalled", "engine-hung", "engine-died",
-                      "cache-dir-not-writable", "engine-args-invalid"}
+                      "cache-dir-not-writable", "engine-args-invalid",
+                      # the failure families of the field: a compilation, an image's
+                      # extensions, a checkpoint, a tokenizer, a kernel fault, an adapter.
+                      "compile-failed", "binary-mismatch", "model-weights-invalid",
+                      "processor-incompatible", "cuda-illegal-memory-access",
+                      "lora-load-failed"}

@@ -627,3 +627,24 @@ def lora_rank_needed(ctx: ContainerContext) -> Measured:
         return Measured(None, f"container {ctx.name}: no LoRA adapter refused for its rank in "
                               "the logs read")
     return Measured(best[0], f"LoRA rank {best[0]} refused: {best[1]}")
+
+
+@fact("compilation_config", unit="text", scope="container",
+      doc="--compilation-config as set (args or --config file): vLLM's torch.compile settings "
+          "(level or mode, backend, passes, CUDA graph sizes); None when unset (vLLM's "
+          "default for its version)")
+def compilation_config(ctx: ContainerContext) -> Measured:
+    _flag_known(ctx, "compilation-config")
+    value = ctx.engine.raw("compilation-config")
+    return Measured(value, f"container {ctx.name}: {ctx.engine.describe('compilation-config')}",
+                    flag_at(ctx, "compilation-config"))
+
+
+@fact("quantization", unit="text", scope="container",
+      doc="--quantization as set (args or --config file); None when unset (vLLM reads the "
+          "method from the checkpoint's quantization_config)")
+def quantization(ctx: ContainerContext) -> Measured:
+    _flag_known(ctx, "quantization")
+    return Measured(ctx.engine.raw("quantization"),
+                    f"container {ctx.name}: {ctx.engine.describe('quantization')}",
+                    flag_at(ctx, "quantization"))

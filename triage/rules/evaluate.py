@@ -571,9 +571,36 @@ def _place(evidence: list[str], marked: list[tuple[rootcause.Cause, int]]) -> li
         first -= 1
     while last + 1 < len(evidence) and _context_of(evidence[last + 1], label):
         last += 1
-    around = [evidence[i] for i in range(first, last + 1) if i != lead]
+    lead_item, around = _message_of(evidence, lead, best, first, last)
     rest = [e for i, e in enumerate(evidence) if not first <= i <= last]
-    return [evidence[lead], *around, *rest]
+    return [lead_item, *around, *rest]
+
+
+def _message_of(evidence: list[str], lead: int, best: rootcause.Cause, first: int, last: int
+                ) -> tuple[str, list[str]]:
+    """The line that leads and the lines around it. A wrapper whose message goes on in the
+    lines right under it (pydantic's "1 validation error for X" above its "Value error,
+    ...", "terminate called after throwing" above C++'s "what(): ...") gives the lead to
+    the first of them that states the cause, which is then the marked line."""
+    around = [evidence[i] for i in range(first, last + 1) if i != lead]
+    if best.says is not rootcause.Says.POINTER:
+        return evidence[lead], around
+    for i in range(lead + 1, last + 1):
+        m = _LOG_ITEM.match(evidence[i])
+        number = int(m.group(2)) if m else 0
+        if m is None or not 0 < number - best.line.number <= 3:
+            continue
+        if rootcause.says(parse_line(number, m.group(4))) is rootcause.Says.CAUSE:
+            unmarked = _remark(evidence[lead], " ")
+            return _remark(evidence[i], ">"), [unmarked if j == lead else evidence[j]
+                                               for j in range(first, last + 1) if j != i]
+    return evidence[lead], around
+
+
+def _remark(item: str, marker: str) -> str:
+    """A log evidence line with its marker set (">" the proving line, " " context)."""
+    m = _LOG_ITEM.match(item)
+    return f"{m.group(1)} line {m.group(2)}{marker} {m.group(4)}" if m else item
 
 
 def _context_of(item: str, label: str) -> bool:
