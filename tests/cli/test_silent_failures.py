@@ -31,9 +31,11 @@ def test_a_stalled_start_is_named_and_slow_or_idle_servers_are_not() -> None:
     report = run_cli("analyze", str(FIXTURES / "startup-stalled-nccl"), "-o", "json").json()
     by_pod = {p["name"]: p["findings"] for p in report["pods"]}
     found = by_pod["vllm-llama70b-6c5d4e3f2a-n4k8s"]
-    # the 64 MiB /dev/shm of a TP=2 pod is shm-too-small's warning form, beside the stall
-    assert sorted((f["id"], f["severity"]) for f in found) == [
-        ("shm-too-small", "warning"), ("startup-stalled", "critical")]
+    # the 64 MiB /dev/shm of a TP=2 pod stuck at NCCL set-up is the cause (critical, it
+    # leads), the stall beside it; one /dev/shm size in both fixes
+    assert [(f["id"], f["severity"]) for f in found] == [
+        ("shm-too-small", "critical"), ("startup-stalled", "critical")]
+    assert [f["fix"]["values"]["shm_size_bytes"] for f in found] == [4 * 2**30] * 2
     stalled = [f for f in found if f["id"] == "startup-stalled"]
     evidence = "\n".join(stalled[0]["evidence"])
     assert "NCCL / distributed init" in evidence and "24m29s (1469 s)" in evidence

@@ -33,8 +33,8 @@ _PREFIX_PARTS = r"""
     (?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)[ \t])?   # kubectl --timestamps
     (?:[ \t]*\|[ \t]*\[[^\]\n]*\][ \t])?                            # CI log wrappers
     (?:\[rank\d+\]:[ \t]*)?
-    (?:\((?P<proc>[A-Za-z_][\w]*(?:[ \t]+rank=\d+)?[ \t]+pid=\d+[^)\n]*)\)[ \t])?  # (Proc pid=N), its
-                                                    # space: a traceback's indentation stays
+    (?:\((?P<proc>[A-Za-z_][\w]*(?:[ \t]+rank=\d+)?[ \t]+pid=\d+[^)\n]*)\)[ \t])?  # (Proc pid=N)
+    # one space after it: the message keeps a traceback's indentation
     (?:\[rank\d+\]:[ \t]*)?
     (?:
         (?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)[ \t]+

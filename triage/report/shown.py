@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 
-from triage.results import BesideFinding, Report, StepResult, Verdict
+from triage.results import BesideFinding, Report, StepResult, TimelineEvent, Verdict
 
 
 @dataclass(frozen=True)
@@ -247,3 +248,41 @@ def step_lines(report: Report, step: StepResult) -> tuple[list[str], int]:
         mine = re.compile(rf"^{name}(?: \([^)]*\))?: | on {name}$")
         out = [mine.sub("", line) for line in out]
     return out, nested
+
+
+# --- a pod's timeline: the incident and the history before it -------------------------------
+
+# A stretch of quiet this many times longer than everything after it, and of six hours at
+# least, separates the history (a revision made weeks ago, a pod created days before it
+# failed) from the incident: the incident's axis starts after it, and what came before is
+# said as a note. A slow start or an hour-long crash loop stays one incident.
+HISTORY_GAP_RATIO = 4.0
+HISTORY_GAP_MIN_SECONDS = 6 * 3600.0
+
+
+def incident_window(events: tuple[TimelineEvent, ...]
+                    ) -> tuple[tuple[TimelineEvent, ...], tuple[TimelineEvent, ...]]:
+    """The timeline split into (history, incident): the incident is the events after the
+    last quiet stretch of at least HISTORY_GAP_MIN_SECONDS that lasts HISTORY_GAP_RATIO
+    times longer than all that follows it; without one, everything is the incident."""
+    times = [_seconds(ev.at) for ev in events]
+    if len(events) < 2 or any(t is None for t in times):
+        return (), events
+    ends = [max(t or 0.0, _seconds(ev.until) or 0.0) for ev, t in zip(events, times,
+                                                                        strict=True)]
+    last = max(ends)
+    for i in range(len(events) - 1, 0, -1):
+        before = max(ends[:i])
+        gap = (times[i] or 0.0) - before
+        if gap >= HISTORY_GAP_MIN_SECONDS and gap > HISTORY_GAP_RATIO * (last - (times[i] or 0.0)):
+            return events[:i], events[i:]
+    return (), events
+
+
+def _seconds(stamp: str | None) -> float | None:
+    if not stamp:
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None

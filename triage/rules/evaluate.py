@@ -563,6 +563,7 @@ _SENTENCE = lazyregex.compile(r"^event |^pod \S+ condition \w+=")
 def _place(evidence: list[str], marked: list[tuple[rootcause.Cause, int]]) -> list[str]:
     """``evidence`` led by the best of the ``marked`` log lines and the lines around it."""
     best = rootcause.first_cause((c for c, _ in marked), _STREAMS)
+    assert best is not None  # marked is not empty
     lead = next(i for c, i in marked if c is best)
     # its context: the unmarked lines of the same log right around it
     label = str(_LOG_ITEM.match(evidence[lead]).group(1))
@@ -773,7 +774,10 @@ def explain(by_id: dict[str, Pattern], diag: PodDiagnosis, raised: dict[str, Sev
     explained: list[Finding] = []
     for f in diag.findings:
         level = by_id[f.id].explained_by if f.id in by_id else None
-        if level is not None and any(sev.rank <= level.rank for sev, _ in specific):
+        # A specific finding whose rule reads this one (a cause built on its consequence:
+        # shm-too-small on a start stalled at NCCL set-up) stands beside it, not instead.
+        if level is not None and any(sev.rank <= level.rank and f.id not in _reads(by_id, sid)
+                                     for sev, sid in specific):
             explained.append(f)
             diag.states[f.id] = Truth.FALSE
         else:
@@ -787,6 +791,15 @@ def explain(by_id: dict[str, Pattern], diag: PodDiagnosis, raised: dict[str, Sev
                           for f in explained)
             kept[lead] = dataclasses.replace(kept[lead], evidence=kept[lead].evidence + notes)
     diag.findings = kept
+
+
+def _reads(by_id: dict[str, Pattern], pid: str) -> set[str]:
+    """The finding ids a pattern's rule reads (its ``finding`` leaves)."""
+    pattern = by_id.get(pid)
+    if pattern is None:
+        return set()
+    return {i for leaf in walk(pattern.when, into_not=True) if isinstance(leaf, FindingLeaf)
+            for i in leaf.ids}
 
 
 _MARKED = lazyregex.compile(r" line \d+> ")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from html import escape
 
-from triage.report.shown import beside_of, pods_label
+from triage.report.shown import beside_of, incident_window, pods_label
 from triage.results import PodResult, Report
 from triage.snapshot import format_window
 from triage.writers import svg
@@ -200,9 +200,14 @@ def _visuals(pod: PodResult) -> list[str]:
     """The pod's timeline, GPU memory budget and window charts, as inline SVG."""
     name = f"{pod.namespace}/{pod.name}"
     drawn: list[str] = []
-    line = svg.timeline(pod.timeline, f"timeline of {name}")
+    history, incident = incident_window(pod.timeline)
+    line = svg.timeline(incident, f"timeline of {name}")
     if line:
-        drawn.append(f"<h3>Timeline of <code>{e(name)}</code></h3>{line}")
+        earlier = ""
+        if history:
+            earlier = ('<p class="history">Earlier: ' + "; ".join(
+                f"{e(utc(ev.at))} {e(ev.label)}" for ev in history) + "</p>")
+        drawn.append(f"<h3>Timeline of <code>{e(name)}</code></h3>{earlier}{line}")
     if pod.gpu_budget is not None:
         drawn.append(f"<h3>GPU memory of <code>{e(name)}</code></h3>"
                      + svg.budget(pod.gpu_budget, f"GPU memory budget of {name}"))
