@@ -84,16 +84,19 @@ def _line_blocks(source: LogSource) -> Iterator[bytes]:
     """
     half = MAX_LINE_BYTES // 2
     reader = _FileReader(source.path) if source.data is None else _MemoryReader(source.data)
+    stamp = b""  # the kubelet's time of a line cut at a redraw, for the rest of it
     with reader:
         while data := reader.read(BLOCK_BYTES):
             if len(data) == BLOCK_BYTES:  # a big log: its blocks' copies reuse the heap
                 heap.keep_freed_blocks()
             # A block ends at a line's end; a bare carriage return ends one only when the
             # block has no newline (a log of tqdm redraws may hold none): the redraws of one
-            # kubelet line stay in one block, with the line's time in front of them. One at
+            # kubelet line stay in one block, with the line's time in front of them, and a
+            # line longer than a block cut at a redraw gives its rest the same time. One at
             # the very end may be the half of a \r\n.
             last = data.rfind(b"\n")
-            if last < 0:
+            at_redraw = last < 0
+            if at_redraw:
                 last = data.rfind(b"\r", 0, len(data) - 1)
             if last >= 0:
                 if last < len(data) - 1:
@@ -102,9 +105,14 @@ def _line_blocks(source: LogSource) -> Iterator[bytes]:
                     else:
                         reader.back(len(data) - last - 1)
                         data = data[:last + 1]
+                if stamp:
+                    data = stamp + data
+                found = _KUBELET_PREFIX.match(data) if at_redraw else None
+                stamp = (found.group(0) if found else stamp) if at_redraw else b""
                 yield data
                 del data  # before the next read: one block in memory at a time
                 continue
+            stamp = b""
             head, tail, total = data[:MAX_LINE_BYTES + 1], data[-half:], len(data)
             del data
             while chunk := reader.read(BLOCK_BYTES):
@@ -162,6 +170,8 @@ def _bounded_lines(data: bytes) -> bytes:
 
 
 _BARE_CR = re.compile(rb"\r+(?!\n)")
+# The kubelet's time in front of a line read with timestamps=true, and its space.
+_KUBELET_PREFIX = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?Z ")
 # A line read with the kubelet's time (RFC3339Nano, UTC) whose text holds redraws.
 _STAMPED_REDRAWS = re.compile(
     rb"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?Z) ([^\n]*\r(?!\n)[^\n]*)$", re.MULTILINE)
