@@ -116,6 +116,12 @@ def blocks(lines: list[str]) -> list[Block]:
             source = f"{m.group(1)} ({m.group(2)})"
             item = LogItem(int(m.group(3)), m.group(4) == ">", m.group(5))
             if out and out[-1].source == source and out[-1].log:
+                same = next((i for i in out[-1].log if i.number == item.number), None)
+                if same is not None:  # a line shown twice (context of two matches): once,
+                    if item.proving and not same.proving:  # as proof if it is one
+                        out[-1] = Block(source, log=tuple(item if i is same else i
+                                                          for i in out[-1].log))
+                    continue
                 log = sorted((*out[-1].log, item), key=lambda i: i.number)
                 at = log.index(item)
                 log[at] = _again(item, tuple(log[:at]))

@@ -574,7 +574,32 @@ def _place(evidence: list[str], marked: list[tuple[rootcause.Cause, int]]) -> li
         last += 1
     lead_item, around = _message_of(evidence, lead, best, first, last)
     rest = [e for i, e in enumerate(evidence) if not first <= i <= last]
-    return [lead_item, *around, *rest]
+    # a frame or a source echo a rule also matched (the line of code that raised the
+    # error quotes its words), whether the rule's own or a shown line leads, is shown as
+    # the context it is, not as proof
+    noise = {evidence[i] for c, i in _marked_lines(evidence)
+             if c.says is rootcause.Says.NOISE and i != lead}
+    return _once([lead_item, *(_remark(e, " ") if e in noise else e
+                               for e in [*around, *rest])])
+
+
+def _once(evidence: list[str]) -> list[str]:
+    """Each log line once: a line shown as the context of one match and matched by another
+    condition stays where it came first, as proof if either marked it."""
+    out: list[str] = []
+    at: dict[tuple[str, str], int] = {}
+    for item in evidence:
+        m = _LOG_ITEM.match(item)
+        if m is None:
+            out.append(item)
+            continue
+        key = (m.group(1), m.group(2))
+        if key not in at:
+            at[key] = len(out)
+            out.append(item)
+        elif m.group(3) == ">":
+            out[at[key]] = _remark(out[at[key]], ">")
+    return out
 
 
 def _message_of(evidence: list[str], lead: int, best: rootcause.Cause, first: int, last: int
