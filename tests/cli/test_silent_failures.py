@@ -19,8 +19,11 @@ def test_gpu_lost_under_a_serving_pod_is_critical_and_leads() -> None:
     evidence = "\n".join(pod["findings"][0]["evidence"])
     assert "torch.AcceleratorError: CUDA error: unknown error" in evidence
     assert "allocatable nvidia.com/gpu=3" in evidence and "capacity nvidia.com/gpu=4" in evidence
-    # The engine death is what the GPU explains: said once, inside the leading finding.
-    assert "explains engine-died" in evidence and "EngineCore encountered a fatal error" in evidence
+    # The engine death is what the GPU explains: said once, inside the leading finding, by
+    # the line that states its cause (the CUDA error), not the wrapper after it.
+    explained = next(e for e in pod["findings"][0]["evidence"]
+                     if e.startswith("explains engine-died"))
+    assert "CUDA error: unknown error" in explained, explained
     assert "failing: gpu-hardware-error" in report["summary"]
 
 
