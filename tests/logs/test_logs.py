@@ -17,7 +17,7 @@ import regex
 
 from tests.conftest import FIXTURES
 from triage.facts import LOG_QUERIES
-from triage.logs import Hit, LogIndex, LogSource, Query, QuerySet, linetime, scan
+from triage.logs import Hit, LogIndex, LogSource, Query, QuerySet, linetime, parse_line, scan
 from triage.logs.source import BLOCK_BYTES
 from triage.rules.evaluate import queries_for
 from triage.rules.loader import load_patterns
@@ -183,3 +183,16 @@ def test_memory_stays_bounded_whatever_the_log_size(tmp_path: Path) -> None:
     tracemalloc.stop()
     assert index.result(OOM).count == 1
     assert peak < 4 * BLOCK_BYTES, f"peak {peak / 2**20:.1f} MiB"
+
+
+@pytest.mark.parametrize("process", ["VllmWorker rank=1 pid=413", "VllmWorker TP1 pid=413",
+                                     "VllmWorker TP0 EP0 pid=3", "Worker_TP1 pid=413",
+                                     "EngineCore_DP0 pid=270"])
+def test_every_vllm_process_prefix_gives_the_level_and_keeps_the_indentation(
+        process: str) -> None:
+    # vLLM names a worker by its rank in each release's way (0.9 "rank=1", 0.10 "TP1",
+    # 0.11 "Worker_TP1"); the source echo under a frame keeps its four spaces
+    line = parse_line(1, f"({process}) ERROR 11-28 03:09:20 [multiproc_executor.py:596]"
+                         "     assert param_data.shape == loaded_weight.shape")
+    assert (line.process, line.level) == (process, "ERROR")
+    assert line.message == "    assert param_data.shape == loaded_weight.shape"

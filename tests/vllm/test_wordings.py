@@ -39,7 +39,9 @@ ALLOWED: dict[str, dict[str, str]] = {
     "triage/facts/failures.py": {
         r"\[[Rr]ank ?(\d+)\]": "who printed the line: torch.distributed's [rank0]: prefix "
                                "and the [Rank N] tag of its messages",
-        r"\bWorker_TP(\d+)": "who printed the line: vLLM's process name in its prefix",
+        r"\b(?:Worker_|VllmWorker )TP(\d+)": "who printed the line: vLLM's process name in "
+                                              "its prefix (0.11's Worker_TP1, 0.10's "
+                                              "VllmWorker TP1)",
         r"\brank=(\d+)": "who printed the line: (VllmWorker rank=N pid=M) in vLLM's prefix",
         r"\S+:\d+:\d+ \[(\d+)\] ": "who printed the line: NCCL's own prefix, host:pid:tid "
                                    "[local GPU]",
@@ -74,8 +76,8 @@ ALLOWED: dict[str, dict[str, str]] = {
     },
     "triage/vllm/selection.py": {
         r"\(APIServer pid=\d+\)|\((?:EngineCore|VllmWorker|VllmWorkerProcess|Worker_TP)\w*"
-        r"(?:[ \t]+rank=\d+)?[ \t]+pid=\d+": "vLLM's log format: the names of its processes "
-                                            "in the prefix of their lines",
+        r"(?:[ \t]+(?:rank=\d+|TP\d+(?:[_ \t]EP\d+)?))?[ \t]+pid=\d+":
+            "vLLM's log format: the names of its processes in the prefix of their lines",
         r"(?i)(^|/)vllm[-_/]|vllm-openai|(^|/)vllm(:|@|$)": _SPEC,
         r"(?i)(^|[\s/])vllm\s+serve\b|vllm\.entrypoints\.openai\.api_server|"
         r"vllm\.entrypoints\.api_server|(^|\s)vllm$|huggingfaceserver.*--backend[= ]vllm": _SPEC,
