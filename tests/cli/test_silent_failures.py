@@ -19,8 +19,11 @@ def test_gpu_lost_under_a_serving_pod_is_critical_and_leads() -> None:
     evidence = "\n".join(pod["findings"][0]["evidence"])
     assert "torch.AcceleratorError: CUDA error: unknown error" in evidence
     assert "allocatable nvidia.com/gpu=3" in evidence and "capacity nvidia.com/gpu=4" in evidence
-    # The engine death is what the GPU explains: said once, inside the leading finding.
-    assert "explains engine-died" in evidence and "EngineCore encountered a fatal error" in evidence
+    # The engine death is what the GPU explains: said once, inside the leading finding, by
+    # the line that states its cause (the CUDA error), not the wrapper after it.
+    explained = next(e for e in pod["findings"][0]["evidence"]
+                     if e.startswith("explains engine-died"))
+    assert "CUDA error: unknown error" in explained, explained
     assert "failing: gpu-hardware-error" in report["summary"]
 
 
@@ -31,9 +34,11 @@ def test_a_stalled_start_is_named_and_slow_or_idle_servers_are_not() -> None:
     report = run_cli("analyze", str(FIXTURES / "startup-stalled-nccl"), "-o", "json").json()
     by_pod = {p["name"]: p["findings"] for p in report["pods"]}
     found = by_pod["vllm-llama70b-6c5d4e3f2a-n4k8s"]
-    # the 64 MiB /dev/shm of a TP=2 pod is shm-too-small's warning form, beside the stall
-    assert sorted((f["id"], f["severity"]) for f in found) == [
-        ("shm-too-small", "warning"), ("startup-stalled", "critical")]
+    # the 64 MiB /dev/shm of a TP=2 pod stuck at NCCL set-up is the cause (critical, it
+    # leads), the stall beside it; one /dev/shm size in both fixes
+    assert [(f["id"], f["severity"]) for f in found] == [
+        ("shm-too-small", "critical"), ("startup-stalled", "critical")]
+    assert [f["fix"]["values"]["shm_size_bytes"] for f in found] == [4 * 2**30] * 2
     stalled = [f for f in found if f["id"] == "startup-stalled"]
     evidence = "\n".join(stalled[0]["evidence"])
     assert "NCCL / distributed init" in evidence and "24m29s (1469 s)" in evidence

@@ -38,7 +38,8 @@ def test_cuda_oom_timeline_in_order() -> None:
     error = next(t for t in pod["timeline"] if t["kind"] == "error")
     assert error["at"] == "2026-11-28T03:06:57Z"
     assert "torch.OutOfMemoryError: CUDA out of memory" in error["label"]
-    assert "previous log (vllm) line 52" in error["detail"]
+    # the error as the engine printed it first, not the same message re-raised below it
+    assert "previous log (vllm) line 47" in error["detail"]
     backoff = next(t for t in pod["timeline"] if t["label"].startswith("back-off"))
     assert backoff["until"] == "2026-11-28T03:07:01Z" and backoff["count"] == 19
 

@@ -524,6 +524,15 @@ CAPTURE_OOM = ("ERROR 11-28 03:06:57 [core.py:700]   File \"/usr/local/lib/pytho
                "vllm/v1/worker/gpu_model_runner.py\", line 2708, in capture_model\n" + TORCH_OOM)
 SAMPLER_OOM = ("ERROR 11-28 03:05:51 [core.py:396]   File \"/x/gpu_model_runner.py\", line 1561, "
                "in _dummy_sampler_run\n" + TORCH_OOM)
+DUMMY_RUN_OOM = ("(VllmWorker rank=1 pid=413) ERROR 11-28 03:06:57 [multiproc_executor.py:654]"
+                 "   File \"/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/"
+                 "gpu_model_runner.py\", line 2203, in _dummy_run\n(VllmWorker rank=1 pid=413) "
+                 "ERROR 11-28 03:06:57 [multiproc_executor.py:654] " + TORCH_OOM + "\n")
+CAPTURE_BAR = ("Capturing CUDA graphs (mixed prefill-decode, PIECEWISE):  43%|████▎     | 29/67 "
+               "[00:04<00:05,  7.02it/s]\n")
+CAPTURE_DONE = ("(VllmWorker rank=0 pid=412) INFO 11-28 03:06:55 [gpu_model_runner.py:2485] Graph "
+                "capturing finished in 9 secs, took 1.30 GiB\n")
+FILLER = "(APIServer pid=1) INFO 11-28 03:06:50 [loggers.py:123] waiting for the engine\n"
 SHARDS = ("(APIServer pid=1) INFO 11-28 02:58:04 [__init__.py:241] Automatically detected platform "
           "cuda.\n(Worker_TP0 pid=412) INFO 11-28 02:59:05 [weight_utils.py:296] Using model weights "
           "format ['*.safetensors']\nLoading safetensors checkpoint shards:  63% Completed | 19/30 "
@@ -564,7 +573,17 @@ CASES.update({
     "cuda_oom_tried_gib": [({}, None), ({"previous_log": TORCH_OOM}, 0.156)],
     "cuda_oom_phase": [({}, None), ({"previous_log": CAPTURE_OOM}, "cuda_graph_capture"),
                        ({"previous_log": SAMPLER_OOM}, "sampler_warmup"),
-                       ({"previous_log": TORCH_OOM}, None)],
+                       ({"previous_log": TORCH_OOM}, None),
+                       # the bar rank 0 draws just after rank 1's OOM, whose traceback kept
+                       # only _dummy_run (the profiling run's frame too): the capture
+                       ({"previous_log": DUMMY_RUN_OOM + CAPTURE_BAR}, "cuda_graph_capture"),
+                       ({"previous_log": CAPTURE_BAR + DUMMY_RUN_OOM}, "cuda_graph_capture"),
+                       # the capture finished before the OOM: not the capture's
+                       ({"previous_log": CAPTURE_BAR + CAPTURE_DONE + DUMMY_RUN_OOM},
+                        "profiling"),
+                       # far from the OOM (a bar of an earlier start in the same log)
+                       ({"previous_log": CAPTURE_BAR + FILLER * 20 + DUMMY_RUN_OOM},
+                        "profiling")],
     "memory_limit_bytes": [({}, 32 * GiB),
                            ({"container": {"resources": {"limits": {"memory": None}}}}, None)],
     "shm_memory_bytes": [({}, 0), (SHM_8GI, 8 * GiB)],
@@ -600,6 +619,21 @@ CASES.update({
         "nvidia.com/gpu": "4"}}}}, 4), ({"unread": ["nodes"]}, "UNKNOWN")],
     "cluster_gpus_held": [({}, 1), ({"pod": PENDING}, 0)],
     "max_num_seqs": [({}, None), ({"container": {"args": ["--max-num-seqs", "64"]}}, 64)],
+    # the version vLLM logged, else the image tag's; major x 100 + minor
+    "vllm_release": [({}, 10),
+                     ({"log": "(APIServer pid=1) INFO 11-28 02:40:01 [api_server.py:1354] vLLM "
+                              "API server version 0.13.0\n"}, 13),
+                     ({"container": {"image": "vllm/vllm-openai:v0.8.5.post1"}}, 8),
+                     ({"container": {"image": "registry.acme.internal/ml/vllm:latest"}}, None)],
+    "max_lora_rank": [({}, 16), ({"container": {"args": ["--max-lora-rank", "64"]}}, 64)],
+    "lora_rank_needed": [
+        ({}, None),
+        ({"previous_log": "(EngineCore pid=86) ERROR 06-01 13:18:12 [core.py:1341] ValueError: "
+                          "LoRA rank 64 is greater than max_lora_rank 16.\n"}, 64),
+        ({"unread": ["logs"]}, "UNKNOWN")],
+    "compilation_config": [({}, None), ({"container": {"args": [
+        "--compilation-config", '{"level": 3}']}}, '{"level": 3}')],
+    "quantization": [({}, None), ({"container": {"args": ["--quantization", "awq"]}}, "awq")],
     "autoscale_target": [({}, None), ({"pod": OWNED_POD, "objects": WITH_HPA}, 4.0)],
     # the same HPA's only metric; behind a CPU metric it is the second
     "autoscale_target_field": [

@@ -658,3 +658,45 @@ def test_a_fix_text_names_the_values_its_patch_sets(fixture: str) -> None:
         for text in texts:
             said = set(_QUANTITY.findall(text)) - set(_AS_IS.findall(text))
             assert said <= sizes, (wp.workload, said - sizes, text)
+
+
+def _unit_fix(pattern_id: str, **case: Any) -> Fix | None:
+    """The fix a pattern computes on a small in-memory pod (tests/support/unit.py)."""
+    from tests.support.unit import context
+    from triage.fixes import compute
+    from triage.rules.evaluate import Evaluator, PodDiagnosis, diagnose
+    from triage.rules.loader import load_patterns
+
+    pattern = load_patterns().by_id()[pattern_id]
+    ctx = context(**case)
+    diag = PodDiagnosis(ctx.pod, [ctx])
+    evaluator = Evaluator([])
+    diagnose(evaluator, (pattern,), diag)
+    assert [f.id for f in diag.findings] == [pattern_id], diag.findings
+    return compute.compute(pattern, ctx, lambda cond: evaluator.evaluate(
+        cond, ctx, diag, pattern_id).true)
+
+
+CRASH_LOOP = {"state": {"waiting": {"reason": "CrashLoopBackOff"}}, "ready": False,
+              "lastState": {"terminated": {"reason": "Error", "exitCode": 1}}, "restartCount": 3}
+
+
+@pytest.mark.parametrize("order", ["bar after", "bar before"])
+def test_a_capture_oom_gets_the_capture_fix_when_another_rank_prints_the_bar(order: str) -> None:
+    """TP=2: rank 1 runs out in the capture, its traceback keeps only _dummy_run (the
+    profiling run's frame too), rank 0's capture bar is a line away: the computed
+    graph-capture fix, not the generic list."""
+    oom = ("(VllmWorker rank=1 pid=413) ERROR 11-28 03:06:57 [multiproc_executor.py:654]   File "
+           "\"/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_model_runner.py\", line "
+           "2203, in _dummy_run\n(VllmWorker rank=1 pid=413) ERROR 11-28 03:06:57 "
+           "[multiproc_executor.py:654] torch.OutOfMemoryError: CUDA out of memory. Tried to "
+           "allocate 160.00 MiB. GPU 1 has a total capacity of 22.03 GiB of which 91.06 MiB is "
+           "free.\n")
+    bar = ("Capturing CUDA graphs (mixed prefill-decode, PIECEWISE):  43%|████▎     | 29/67 "
+           "[00:04<00:05,  7.02it/s]\n")
+    fix = _unit_fix("cuda-oom", status=CRASH_LOOP,
+                    container={"args": ["--model", "Qwen/Qwen3-8B", "--tensor-parallel-size", "2",
+                                        "--gpu-memory-utilization", "0.97"]},
+                    previous_log=oom + bar if order == "bar after" else bar + oom)
+    assert fix is not None and fix.text.startswith("The OOM is in CUDA graph capture"), fix
+    assert fix.value_map()["gpu_memory_utilization"] == 0.9

@@ -4,6 +4,7 @@ vLLM's own stamps; a log without them falls back to vLLM's stamps."""
 from __future__ import annotations
 
 import itertools
+import re
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -15,13 +16,33 @@ from tests.conftest import FIXTURES, fixture_names
 from tests.support.kubeapi import strip_kubelet_times
 from triage.logs import linetime
 
+# tqdm's elapsed time after its counts: "[04:10<05:30, ...]" or "[1:04:10, ...]"
+_TQDM_ELAPSED = re.compile(r"\[(?:(\d+):)?(\d\d):(\d\d)[<,\]]")
+
+
+def _elapsed(text: str) -> timedelta | None:
+    m = _TQDM_ELAPSED.search(text)
+    return None if m is None else timedelta(hours=int(m.group(1) or 0),
+                                            minutes=int(m.group(2)), seconds=int(m.group(3)))
+
 
 def _times(path: Path) -> list[tuple[datetime, str]]:
+    """Each line the tool reads, with its time: a kubelet line's tqdm redraws (pieces
+    between bare carriage returns) are lines of their own, at the line's time less how
+    much earlier than the last redraw tqdm's elapsed time says each was drawn."""
     out = []
-    for raw in path.read_text(encoding="utf-8", errors="replace").split("\n")[:-1]:
+    # bytes, not read_text: universal newlines would make every "\r" a line of its own
+    for raw in path.read_bytes().decode("utf-8", errors="replace").split("\n")[:-1]:
         when = linetime.kubelet_time(raw)
         assert when is not None, f"{path}: a line without the kubelet's time: {raw[:80]!r}"
-        out.append((when, linetime.without_kubelet_time(raw)))
+        pieces = [p for p in re.split(r"\r+", linetime.without_kubelet_time(raw).rstrip("\r"))
+                  if p.strip()] or [""]
+        last = next((e for e in map(_elapsed, reversed(pieces)) if e is not None), None)
+        for piece in pieces:
+            own = _elapsed(piece)
+            earlier = last - own if last is not None and own is not None and own < last \
+                else timedelta(0)
+            out.append((when - earlier, piece))
     return out
 
 

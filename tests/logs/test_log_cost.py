@@ -10,15 +10,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import regex
 
 from bench import dense, synthetic
-from tests.logs.test_logs import QUERIES, scanned
-from triage.facts.timeline import EXCEPTIONS
-from triage.logs import LogLine, LogSource, parse_line, repeats, scan
+from tests.logs import test_logs
+from tests.logs.test_logs import scanned
+from triage.logs import LogLine, LogSource, Query, parse_line, queries_of, repeats, scan
 from triage.logs.blocks import _LineOffsets
 from triage.logs.repeats import _DIGITS_AS_ZERO, RUN_SAMPLE
 from triage.logs.scanning import _Scan
 from triage.logs.source import BLOCK_BYTES, _line_blocks
+
+# A Python exception line: a query that matches most lines of the dense shapes.
+EXCEPTIONS = Query(regex.compile(r"^\s*[A-Za-z_][\w.]*(?:Error|Exception)\b:", regex.MULTILINE))
+QUERIES = test_logs.QUERIES.merged(queries_of([(EXCEPTIONS.regex, None, 64)]))
 
 OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 160.00 MiB. GPU 0 has a "
        "total capacity of 22.03 GiB of which 91.06 MiB is free.")

@@ -17,7 +17,7 @@ import regex
 
 from tests.conftest import FIXTURES
 from triage.facts import LOG_QUERIES
-from triage.logs import Hit, LogIndex, LogSource, Query, QuerySet, scan
+from triage.logs import Hit, LogIndex, LogSource, Query, QuerySet, linetime, parse_line, scan
 from triage.logs.source import BLOCK_BYTES
 from triage.rules.evaluate import queries_for
 from triage.rules.loader import load_patterns
@@ -123,6 +123,29 @@ def test_ansi_control_bytes_and_redraws_are_cleaned_before_matching() -> None:
     assert index.tail[-1].raw == "Loading safetensors checkpoint shards:  62% Completed"
 
 
+@pytest.mark.parametrize("block", [None, 300])
+def test_redraws_of_a_kubelet_line_keep_its_time(block: int | None,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bar redrawn with \\r and no newline is one kubelet line: each piece a line of its
+    own with the line's time (the runtime took it when the line ended, at the last redraw),
+    less how much earlier tqdm's elapsed time says the piece was drawn; never split from
+    that time by a block boundary."""
+    if block:
+        monkeypatch.setattr("triage.logs.source.BLOCK_BYTES", block)
+    text = ("2026-11-28T02:31:00.25Z (EngineCore_DP0 pid=270) INFO 11-28 02:31:00 "
+            "[weight_utils.py:296] Using model weights format ['*.safetensors']\n"
+            "2026-11-28T02:40:00.5Z Downloading (incomplete total...):  41%|####      | "
+            "6.1G/15.0G [03:50<05:40, 26.1MB/s]\rDownloading (incomplete total...):  42%|####"
+            "      | 6.3G/15.0G [04:00<05:35, 26.1MB/s]\rDownloading (incomplete total...):  43%"
+            "|####      | 6.4G/15.0G [04:10<05:30, 26.1MB/s]\rno elapsed time here\n")
+    index = one(text.encode())
+    times = [linetime.kubelet_time(ln.raw) for ln in index.tail]
+    assert [t.strftime("%H:%M:%S.%f") if t else None for t in times] == [
+        "02:31:00.250000", "02:39:40.500000", "02:39:50.500000", "02:40:00.500000",
+        "02:40:00.500000"]
+    assert index.tail[-2].message.startswith("Downloading (incomplete total...):  43%")
+
+
 def test_binary_garbage_does_not_stop_a_scan() -> None:
     data = bytes(range(256)) * 4000 + b"\n" + CRASH.encode() + b"\n\xff\xfe\n"
     assert one(data).result(OOM).count == 1
@@ -160,3 +183,16 @@ def test_memory_stays_bounded_whatever_the_log_size(tmp_path: Path) -> None:
     tracemalloc.stop()
     assert index.result(OOM).count == 1
     assert peak < 4 * BLOCK_BYTES, f"peak {peak / 2**20:.1f} MiB"
+
+
+@pytest.mark.parametrize("process", ["VllmWorker rank=1 pid=413", "VllmWorker TP1 pid=413",
+                                     "VllmWorker TP0 EP0 pid=3", "Worker_TP1 pid=413",
+                                     "EngineCore_DP0 pid=270"])
+def test_every_vllm_process_prefix_gives_the_level_and_keeps_the_indentation(
+        process: str) -> None:
+    # vLLM names a worker by its rank in each release's way (0.9 "rank=1", 0.10 "TP1",
+    # 0.11 "Worker_TP1"); the source echo under a frame keeps its four spaces
+    line = parse_line(1, f"({process}) ERROR 11-28 03:09:20 [multiproc_executor.py:596]"
+                         "     assert param_data.shape == loaded_weight.shape")
+    assert (line.process, line.level) == (process, "ERROR")
+    assert line.message == "    assert param_data.shape == loaded_weight.shape"

@@ -24,7 +24,7 @@ def test_every_pattern_beside_its_step_is_not_about_what_the_step_names() -> Non
                       "gpu-arch-unsupported", "nccl-failure", "no-gpu", "port-in-use",
                       "gpu-hardware-error", "gpu-unschedulable", "model-arch-unsupported",
                       "vllm-port-env-clash",
-                      # issue 15: a stall, a hang, a dead engine, an unwritable cache and a
+                      # a stall, a hang, a dead engine, an unwritable cache and a
                       # rejected flag are none of them what their step names.
                       "startup-stalled", "engine-hung", "engine-died",
                       "cache-dir-not-writable", "engine-args-invalid",
@@ -32,4 +32,9 @@ def test_every_pattern_beside_its_step_is_not_about_what_the_step_names() -> Non
                       "inference-pool-empty",
                       # a GPU count, a credential and a grace period: not what steps 2, 9
                       # and 10 name
-                      "gpus-below-parallelism", "secret-in-plain-env", "shutdown-grace-short"}
+                      "gpus-below-parallelism", "secret-in-plain-env", "shutdown-grace-short",
+                      # the failure families of the field: a compilation, an image's
+                      # extensions, a checkpoint, a tokenizer, a kernel fault, an adapter.
+                      "compile-failed", "binary-mismatch", "model-weights-invalid",
+                      "processor-incompatible", "cuda-illegal-memory-access",
+                      "lora-load-failed"}

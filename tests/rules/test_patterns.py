@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from tests.support.evidence import first_line_problem
 from triage.rules.examples import run_example
 from triage.rules.loader import DATA_FILES, load_patterns
 
@@ -50,8 +51,13 @@ def test_pattern_has_a_reporting_and_a_silent_example(pid: str) -> None:
 
 @pytest.mark.parametrize("pid", sorted(PATTERNS))
 def test_whole_rule_examples(pid: str) -> None:
-    failed = [r.describe() for r in (run_example(PATTERNS[pid], ex, SEVERITIES)
-                                     for ex in PATTERNS[pid].examples) if not r.ok]
+    """Each example reports or stays silent as it says; one that reports and quotes a log
+    opens its evidence with the line that states the cause (not a frame, a source echo,
+    usage text, a hint, or the shell's Killed after an error)."""
+    results = [run_example(PATTERNS[pid], ex, SEVERITIES) for ex in PATTERNS[pid].examples]
+    failed = [r.describe() for r in results if not r.ok]
+    failed += [f"{pid}: example {r.example.name!r}: {why}" for r in results
+               if r.reported and (why := first_line_problem(r.evidence))]
     assert not failed, "\n".join(failed)
 
 

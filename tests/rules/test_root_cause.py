@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import pytest
 
+from tests.conftest import FIXTURES, fixture_names
+from tests.support.evidence import LOG_ITEM, first_line_problem
 from tests.support.unit import context
-from triage.rules.evaluate import root_cause
+from triage import pipeline
+from triage.collect.bundle import load
+from triage.rules.evaluate import lead_with_cause, root_cause
 from triage.rules.language import RootCauseLeaf
 from triage.rules.loader import load_patterns
 
@@ -71,8 +75,9 @@ def _fallback_leaf() -> RootCauseLeaf:
              "Cannot re-initialize CUDA in forked subprocess"),
     (WATCHDOG, "Process group watchdog thread terminated with exception: CUDA error: an "
                "illegal memory access was encountered"),
-    (ABORTED, "what():  [PG ID 12 PG GUID 35(EXPERT_MODEL_PARALLEL_GROUP) Rank 0] Process "
-              "group watchdog thread terminated with exception: CUDA error"),
+    (ABORTED, "[E512 10:21:08.164595040 ProcessGroupNCCL.cpp:2057] [PG ID 12 PG GUID "
+              "35(EXPERT_MODEL_PARALLEL_GROUP) Rank 0] Process group watchdog thread terminated "
+              "with exception: CUDA error"),
     (SIGTERMED, "RuntimeError: CUDA error: an illegal memory access was encountered"),
     (V0_DEAD, "ValueError: Attempted to assign 119 = 119 multimodal tokens"),
 ])
@@ -104,3 +109,44 @@ def test_an_info_line_is_never_marked_as_the_cause() -> None:
            "multiproc_worker_utils.py:222] Worker ready; awaiting tasks\n")
     evidence = root_cause(context(status=CRASHED, previous_log=log), _fallback_leaf())
     assert all("> " not in e.split(" line ", 1)[-1][:8] for e in evidence), evidence
+
+
+# --- every finding that quotes a log opens with the line that states the cause -----------
+
+@pytest.mark.slow  # every fixture analyzed (the examples are checked with test_patterns)
+def test_every_fixtures_first_evidence_line_states_the_cause() -> None:
+    wrong = []
+    for name in fixture_names():
+        report = pipeline.analyze(load(FIXTURES / name))
+        for pod in report.pods:
+            for f in pod.findings:
+                why = first_line_problem(f.evidence)
+                if why:
+                    wrong.append(f"{name}: {pod.name}: {f.id}: {why}")
+                proof_line = next((c.proof for c in report.cards if c.finding == f.id
+                                   and c.pods[0] == pod.name), "")
+                if proof_line and LOG_ITEM.match(proof_line) and \
+                        not proof_line.startswith(f.evidence[0]):
+                    wrong.append(f"{name}: {pod.name}: {f.id}: the card's proof is not the "
+                                 f"first evidence line: {proof_line[:100]!r}")
+    assert wrong == [], "\n".join(wrong)
+
+
+def test_evidence_shows_each_log_line_once_and_a_source_echo_never_as_proof() -> None:
+    # engine-died's rule matched the wrapper and the line of code that raised it; its show
+    # adds the root-cause line with the wrapper's lines around it again as context
+    echo = '(APIServer pid=1)     raise RuntimeError("Engine core initialization failed. "'
+    wrapper = ("(APIServer pid=1) RuntimeError: Engine core initialization failed. See root "
+               "cause above. Failed core proc(s): {'EngineCore_0': 1}")
+    cause = ("(EngineCore_0 pid=270) ERROR 11-28 03:08:45 [core.py:700] AttributeError: "
+             "'Gemma3TextConfig' object has no attribute 'sliding_window_pattern'")
+    evidence = [f"previous log (vllm) line 14> {echo}", f"previous log (vllm) line 15> {wrapper}",
+                f"previous log (vllm) line 11> {cause}", f"previous log (vllm) line 14  {echo}",
+                f"previous log (vllm) line 15  {wrapper}", "containerStatuses[vllm] exitCode = 1"]
+    out = lead_with_cause(evidence, decided=2)
+    assert out[0] == f"previous log (vllm) line 11> {cause}"
+    numbers = [LOG_ITEM.match(e).group(2) for e in out if LOG_ITEM.match(e)]
+    assert sorted(numbers) == ["11", "14", "15"], out
+    assert f"previous log (vllm) line 14  {echo}" in out
+    assert f"previous log (vllm) line 15> {wrapper}" in out
+    assert out[-1] == "containerStatuses[vllm] exitCode = 1"

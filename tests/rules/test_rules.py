@@ -270,8 +270,9 @@ def _marked(evidence: tuple[str, ...]) -> str:
      "unhandled system error (run with NCCL_DEBUG=INFO for details)\n"
      "ERROR 10-13 09:06:25 [v1/executor/multiproc_executor.py:597] WorkerProc failed to start.\n",
      "NCCL WARN Call to ibv_modify_qp failed"),
-    # A prefix cut in copying (vllm#20305), after an older, unrelated error.
-    ("OSError: [Errno 2] No such file or directory: '/tmp/x'\n"
+    # A prefix cut in copying (vllm#20305), an hour after an older, unrelated error.
+    ("ERROR 06-30 12:50:02 [utils.py:12] OSError: [Errno 2] No such file or directory: '/tmp/x'\n"
+     "INFO 06-30 13:53:18 [gpu_worker.py:77] Starting to load model Qwen/Qwen3-8B...\n"
      "[multiproc_executor.py:492] ValueError: Free memory on device (31.44/47.38 GiB) on startup "
      "is less than desired GPU memory utilization (0.95, 45.01 GiB). Decrease GPU memory "
      "utilization or reduce GPU memory used by other processes.\n"

@@ -5,18 +5,23 @@ from __future__ import annotations
 
 import dataclasses
 
-from triage.facts import ContainerContext
+from triage.facts import ContainerContext, Scopes
 from triage.results import Severity
 from triage.rules.evaluate import Evaluator, PodDiagnosis, diagnose
 from triage.rules.examples import build
 from triage.rules.language import Example
-from triage.rules.loader import load_patterns
+from triage.rules.loader import load_patterns, shipped_checklist
+from triage.snapshot import Obj, Snapshot
+
+
+def _context(snap: Snapshot, pod: Obj, container: Obj) -> ContainerContext:
+    return Scopes(snap, settings=shipped_checklist().settings).containers(pod, [container])[0]
 
 
 def _diagnose(findings_raised: dict[str, Severity], example: Example) -> list[str]:
     patterns = load_patterns().patterns
     snap, pod, container = build(example)
-    ctx = ContainerContext(snap, pod, container)
+    ctx = _context(snap, pod, container)
     diag = PodDiagnosis(pod, [ctx])
     generic = next(p for p in patterns if p.id == "engine-died")
     diagnose(Evaluator([]), (generic,), diag, findings_raised)
@@ -45,7 +50,7 @@ def test_generic_findings_never_explain_each_other() -> None:
     # a second generic critical finding raised by the same lines
     other = dataclasses.replace(patterns["engine-died"], id="other-generic")
     snap, pod, container = build(EXITED_0)
-    diag = PodDiagnosis(pod, [ContainerContext(snap, pod, container)])
+    diag = PodDiagnosis(pod, [_context(snap, pod, container)])
     diag_patterns = (patterns["engine-died"], other)
     diagnose(Evaluator([]), diag_patterns, diag, {})
     assert sorted(f.id for f in diag.findings) == ["engine-died", "other-generic"]

@@ -21,7 +21,7 @@ import yaml
 from tests.conftest import ROOT
 from triage.rules.language import EventLeaf, FactLeaf, FieldLeaf, LogLeaf, RootCauseLeaf, walk
 from triage.rules.loader import DATA_FILES, REGEX_FLAGS, load_patterns
-from triage.vllm import wordings
+from triage.vllm import rootcause, wordings
 from triage.vllm.wordings import WORDINGS_FILE
 
 TRIAGE = ROOT / "triage"
@@ -39,14 +39,14 @@ ALLOWED: dict[str, dict[str, str]] = {
     "triage/facts/failures.py": {
         r"\[[Rr]ank ?(\d+)\]": "who printed the line: torch.distributed's [rank0]: prefix "
                                "and the [Rank N] tag of its messages",
-        r"\bWorker_TP(\d+)": "who printed the line: vLLM's process name in its prefix",
+        r"\b(?:Worker_|VllmWorker )TP(\d+)": "who printed the line: vLLM's process name in "
+                                              "its prefix (0.11's Worker_TP1, 0.10's "
+                                              "VllmWorker TP1)",
         r"\brank=(\d+)": "who printed the line: (VllmWorker rank=N pid=M) in vLLM's prefix",
         r"\S+:\d+:\d+ \[(\d+)\] ": "who printed the line: NCCL's own prefix, host:pid:tid "
                                    "[local GPU]",
     },
     "triage/facts/timeline.py": {
-        r"^\s*[A-Za-z_][\w.]*(?:Error|Exception)\b:": "the shape of a Python exception "
-                                                      "line, whatever raised it",
         ".": "any line: its level (ERROR, CRITICAL) decides",
     },
     "triage/facts/kubernetes.py": {
@@ -58,24 +58,26 @@ ALLOWED: dict[str, dict[str, str]] = {
         r"^(\d+(?:\.\d+)?)([KMGTPE]i?|[kmgtpe]?)$": "a Kubernetes quantity's format",
     },
     "triage/rules/evaluate.py": {
-        "(?:^|[\\])│|][ \\t]*|:\\d+: )(?:(?P<trace>Traceback \\(most recent)"
-        "|(?P<warn>[A-Za-z_][\\w.]*Warning\\b:)"
-        "|(?P<exc>[A-Za-z_][\\w.]*(?:Error|Exception|Exit|Interrupt)\\b:?|Fatal Python error"
-        "|Bus error|Segmentation fault|Killed$|Exception in (?:worker|thread)\\b))"
-        "|(?P<nccl>\\bNCCL WARN\\b)"
-        "|^[ \\t]*(?P<pydantic>Value error, )"
-        "|^(?P<argparse>[\\w.\\- ]*\\w: error: )"
-        "|(?P<torch>\\bterminated with exception: )":
-            "the shapes of an error line in any program's log (a Python exception or "
-            "warning, a fatal signal, NCCL's WARN, pydantic's and argparse's error lines): "
-            "the root cause is the last such line, whichever program printed it; its named "
-            "groups are read by the code that ranks them",
         r" line \d+> ": "the tool's own evidence format (the matched line's marker)",
+        r"^((?:previous log|log) \([^)]*\)) line (\d+)([> ]) (.*)$": "the tool's own "
+        "evidence format: which log, the line's number, its marker, the line as printed",
+        r"^event |^pod \S+ condition \w+=": "the tool's own evidence format: an event's and a "
+                                            "pod condition's evidence",
+    },
+    "triage/vllm/rootcause.py": {
+        rootcause.ERROR_SHAPE.pattern: "the shapes of an error line in any program's log (a "
+        "Python exception or warning, pydantic's header and error lines, argparse's error, "
+        "C++'s terminate and what(), a fatal signal, the shell's report of one, NCCL's WARN): "
+        "what a line says about a failure; its named groups are read by the code that ranks "
+        "them",
+        rootcause.NOT_A_MESSAGE.pattern: "the shapes of a traceback's own lines (its header, "
+        "frames, chaining sentences, carets, the source echo) and argparse's usage text: "
+        "never the cause",
     },
     "triage/vllm/selection.py": {
         r"\(APIServer pid=\d+\)|\((?:EngineCore|VllmWorker|VllmWorkerProcess|Worker_TP)\w*"
-        r"(?:[ \t]+rank=\d+)?[ \t]+pid=\d+": "vLLM's log format: the names of its processes "
-                                            "in the prefix of their lines",
+        r"(?:[ \t]+(?:rank=\d+|TP\d+(?:[_ \t]EP\d+)?))?[ \t]+pid=\d+":
+            "vLLM's log format: the names of its processes in the prefix of their lines",
         r"(?i)(^|[\s/])vllm\s+serve\b|vllm\.entrypoints\.openai\.api_server|"
         r"vllm\.entrypoints\.api_server|(^|\s)vllm$|huggingfaceserver.*--backend[= ]vllm": _SPEC,
         r"(?i)(^|/)huggingfaceserver(:|@|$)": _SPEC,

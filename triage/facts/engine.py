@@ -576,3 +576,92 @@ def served_model(ctx: ContainerContext) -> Measured:
     return Measured(model, f"container {ctx.name} serves {model} (from {where})"
                            + (f", revision {revision}" if revision else "")
                            + f", image {ctx.container.get('image')}", flag_at(ctx, "model"))
+
+
+# --- the vLLM release and LoRA adapters ---------------------------------------------------
+
+_VERSION_LOG = LOG_QUERIES.add(Query(wordings.either("vllm_api_server_version",
+                                                     "vllm_engine_init")))
+
+
+def _release(major: str, minor: str) -> int:
+    return int(major) * 100 + int(minor)
+
+
+@fact("vllm_release", unit="release", scope="container",
+      doc="vLLM's release as major x 100 + minor (0.10.1.1 is 10, 0.6.6 is 6, 1.2 is 102), "
+          "for comparing versions: the version vLLM logged at start-up, else the image tag's "
+          "(vX.Y...); None when neither says")
+def vllm_release(ctx: ContainerContext) -> Measured:
+    found = _last_log_match(ctx, _VERSION_LOG)
+    if found is not None:
+        hit, stream = found
+        major, minor = next((hit.groups[i], hit.groups[i + 1]) for i in (1, 3)
+                            if hit.groups[i] is not None)
+        return Measured(_release(str(major), str(minor)),
+                        f"vLLM {major}.{minor} ({where(ctx, stream, hit.line)})")
+    tag = ctx.fact("image_tag").value
+    parts = str(tag or "").lstrip("v").split(".")
+    if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
+        return Measured(_release(parts[0], parts[1]),
+                        f"vLLM {parts[0]}.{parts[1]} (container {ctx.name} image tag {tag})",
+                        (ctx.field("image"),))
+    _logs_complete(ctx)
+    return Measured(None, f"container {ctx.name}: no vLLM version in the logs read or the "
+                          f"image tag ({tag or 'none'})")
+
+
+@fact("max_lora_rank", unit="rank", scope="container",
+      doc="--max-lora-rank as set (args or --config file), else vLLM's default 16: the "
+          "largest LoRA adapter rank the engine loads")
+def max_lora_rank(ctx: ContainerContext) -> Measured:
+    _flag_known(ctx, "max-lora-rank")
+    return Measured(ctx.engine.integer("max-lora-rank"),
+                    f"container {ctx.name}: {ctx.engine.describe('max-lora-rank')}",
+                    flag_at(ctx, "max-lora-rank"))
+
+
+_LORA_RANK = LOG_QUERIES.add(Query(wordings.regex("vllm_lora_rank_too_large")))
+
+
+@fact("lora_rank_needed", unit="rank", scope="container",
+      doc="the rank of a LoRA adapter vLLM refused as above --max-lora-rank ('LoRA rank N is "
+          "greater than max_lora_rank M'), the largest such in the logs read; None when none "
+          "was refused")
+def lora_rank_needed(ctx: ContainerContext) -> Measured:
+    best: tuple[int, str] | None = None
+    for stream in (PREVIOUS, CURRENT):
+        index = ctx.log(stream)
+        if index is None:
+            continue
+        result = index.result(_LORA_RANK, 8)
+        for hit in result.last:
+            rank = int(str(hit.groups[1]))
+            if best is None or rank > best[0]:
+                best = (rank, where(ctx, stream, hit.line))
+    if best is None:
+        _logs_complete(ctx)
+        return Measured(None, f"container {ctx.name}: no LoRA adapter refused for its rank in "
+                              "the logs read")
+    return Measured(best[0], f"LoRA rank {best[0]} refused: {best[1]}")
+
+
+@fact("compilation_config", unit="text", scope="container",
+      doc="--compilation-config as set (args or --config file): vLLM's torch.compile settings "
+          "(level or mode, backend, passes, CUDA graph sizes); None when unset (vLLM's "
+          "default for its version)")
+def compilation_config(ctx: ContainerContext) -> Measured:
+    _flag_known(ctx, "compilation-config")
+    value = ctx.engine.raw("compilation-config")
+    return Measured(value, f"container {ctx.name}: {ctx.engine.describe('compilation-config')}",
+                    flag_at(ctx, "compilation-config"))
+
+
+@fact("quantization", unit="text", scope="container",
+      doc="--quantization as set (args or --config file); None when unset (vLLM reads the "
+          "method from the checkpoint's quantization_config)")
+def quantization(ctx: ContainerContext) -> Measured:
+    _flag_known(ctx, "quantization")
+    return Measured(ctx.engine.raw("quantization"),
+                    f"container {ctx.name}: {ctx.engine.describe('quantization')}",
+                    flag_at(ctx, "quantization"))

@@ -49,7 +49,7 @@ _WATCHDOG_WORK = wordings.regex("nccl_watchdog_work")
 # Who printed a line: torch.distributed's [rank0]: / [Rank 0], vLLM's worker process names.
 _RANK = (
     lazyregex.compile(r"\[[Rr]ank ?(\d+)\]"),
-    lazyregex.compile(r"\bWorker_TP(\d+)"),
+    lazyregex.compile(r"\b(?:Worker_|VllmWorker )TP(\d+)"),
     lazyregex.compile(r"\brank=(\d+)"),
 )
 # NCCL's own prefix of its lines: host:pid:tid [local GPU].

@@ -22,7 +22,7 @@ from triage.facts import (
 from triage.facts.contexts import OfPod
 from triage.facts.kubernetes import quantity_mib
 from triage.kube import workload
-from triage.logs import Query, bars
+from triage.logs import LogIndex, LogLine, Query, bars
 from triage.snapshot import PREVIOUS, Obj, dig, meta
 from triage.vllm import wordings
 from triage.vllm.milestones import _stamp
@@ -183,6 +183,27 @@ _PROGRESS_PHASES = (
 )
 
 
+# vLLM's capture line (V1's progress bar, V0's advisory) printed close to the OOM, by the
+# rank that failed or by another (rank 0 draws the bar while rank 1 runs out), and no
+# "Graph capturing finished" between them: the OOM is in the capture, whatever frames the
+# traceback kept (_dummy_run serves the profiling run and the capture alike).
+_CAPTURE = LOG_QUERIES.add(Query(wordings.regex("vllm_cuda_graph_capture")), keep_last=8)
+_CAPTURE_DONE = LOG_QUERIES.add(Query(wordings.regex("vllm_cuda_graph_done")), keep_last=4)
+NEAR_SETTING = "oom_capture_line_within"
+
+
+def _capture_near(ctx: ContainerContext, index: LogIndex, oom_line: int) -> LogLine | None:
+    reach = int(ctx.setting(NEAR_SETTING))
+    near = [h.line for h in index.result(_CAPTURE, 8).last
+            if abs(h.line.number - oom_line) <= reach]
+    if not near:
+        return None
+    closest = min(near, key=lambda ln: abs(ln.number - oom_line))
+    done = [h.line.number for h in index.result(_CAPTURE_DONE, 4).last]
+    low, high = sorted((closest.number, oom_line))
+    return None if any(low < n < high for n in done) else closest
+
+
 @fact("cuda_oom_phase", unit="text", scope="container",
       doc="where the CUDA OOM happened: weights_loading, profiling, kv_cache_allocation, "
           "cuda_graph_capture, sampler_warmup or runtime (the traceback's frames, vLLM's "
@@ -192,9 +213,17 @@ def cuda_oom_phase(ctx: ContainerContext) -> Measured:
     if oom is None:
         _logs_read(ctx)
         return Measured(None, "no CUDA OOM in the logs read")
-    stream, _hit = oom
+    stream, hit = oom
     index = ctx.log(stream)
     assert index is not None
+    capture = _capture_near(ctx, index, hit.line.number)
+    sampler = index.result(_PHASE_QUERIES[0][1], 4)
+    if capture is not None and not sampler.count:
+        where = _where(ctx, stream, capture.number, capture.message)
+        return Measured("cuda_graph_capture",
+                        f"cuda graph capture: {where} (the capture's line, "
+                        f"{abs(capture.number - hit.line.number)} line(s) from the OOM on line "
+                        f"{hit.line.number})")
     for name, query in _PHASE_QUERIES:
         found = index.result(query, 4)
         if found.count:

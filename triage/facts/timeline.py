@@ -29,18 +29,17 @@ from triage.logs import LogLine, Query, bars, linetime
 from triage.results import GpuBudget, TimelineEvent, WindowSeries
 from triage.snapshot import CURRENT, PREVIOUS, event_times, meta, parse_rfc3339
 from triage.speed import lazyregex
-from triage.vllm import wordings
+from triage.vllm import rootcause, wordings
 from triage.vllm.milestones import StartupReport
 
 parse_time = parse_rfc3339  # an RFC 3339 time of the API (UTC when it names no zone)
 
 _MAX_EVENTS = 60
-# A Python exception line, whatever raised it (a shape, not one program's wording).
-_EXCEPTION = lazyregex.compile(r"^\s*[A-Za-z_][\w.]*(?:Error|Exception)\b:")
-_WRAPPER = wordings.regex("vllm_engine_start_failed")
-# What the timeline reads from every log, answered by the scan's one pass.
-EXCEPTIONS = LOG_QUERIES.add(Query(_EXCEPTION), keep_last=64)
-EXCEPTIONS_KEPT = 64
+# What the timeline reads from every log, answered by the scan's one pass: the crash's
+# error-shaped lines (its root cause, as the findings' evidence names it) and the last
+# line that said the server was serving.
+LOG_QUERIES.add(rootcause.ERROR_LINES, keep_last=rootcause.ERROR_LINES_KEPT)
+LOG_QUERIES.add(rootcause.SERVING)
 # Every line logged at ERROR or CRITICAL: its level decides, whatever it says.
 ERROR_LINES = LOG_QUERIES.add(Query(lazyregex.compile("."), frozenset({"ERROR", "CRITICAL"})))
 CAPACITY = LOG_QUERIES.add(Query(wordings.regex("gpu_total_capacity")))
@@ -119,17 +118,25 @@ def _log_events(ctx: ContainerContext, stream: str, rep: StartupReport,
     elif rep.last_progress is not None:
         progress = _short(rep.last_progress.message, 60)
         milestone("loading", "milestone", f"still loading: {progress}")
-    # The root cause: the last exception that is not vLLM's wrapper around it, else the last
-    # line logged at ERROR.
-    raised = [h for h in index.result(EXCEPTIONS, EXCEPTIONS_KEPT).last
-              if not _WRAPPER.search(h.line.message)]
-    errors = raised or list(index.result(ERROR_LINES).last)
-    if errors:
-        err = errors[-1]
-        add(err.line, err.stamped, "error", f"error: {_short(err.line.message.strip(), 70)}")
+    # The root cause (the line the findings' evidence leads with), else the last line
+    # logged at ERROR.
+    cause = rootcause.root_line(index, stream, (), float(ctx.setting("crash_window_seconds")),
+                                anchor)
+    error: LogLine | None = None
+    if cause is not None:
+        error = cause.line
+        hit = next((h for h in index.result(rootcause.ERROR_LINES,
+                                            rootcause.ERROR_LINES_KEPT).last
+                    if h.line.number == error.number), None)
+        stamped = hit.stamped if hit is not None else error
+    elif index.result(ERROR_LINES).last:
+        last_error = index.result(ERROR_LINES).last[-1]
+        error, stamped = last_error.line, last_error.stamped
+    if error is not None:
+        add(error, stamped, "error", f"error: {_short(error.message.strip(), 70)}")
     last = next((ln for ln in reversed(index.tail) if line_time(ln, anchor) is not None), None)
     if stream == PREVIOUS and last is not None and (rep.ready or rep.last_progress is None) \
-            and (not errors or last.number != errors[-1].line.number):
+            and (error is None or last.number != error.number):
         add(last, last, "milestone", "previous log ends")
     return out
 

@@ -33,7 +33,11 @@ _PREFIX_PARTS = r"""
     (?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)[ \t])?   # kubectl --timestamps
     (?:[ \t]*\|[ \t]*\[[^\]\n]*\][ \t])?                            # CI log wrappers
     (?:\[rank\d+\]:[ \t]*)?
-    (?:\((?P<proc>[A-Za-z_][\w]*(?:[ \t]+rank=\d+)?[ \t]+pid=\d+[^)\n]*)\)[ \t]+)?  # (Proc pid=N)
+    # (Proc pid=N), a worker's with its rank: "VllmWorker rank=1" (vLLM 0.8-0.9),
+    # "VllmWorker TP1" (0.10), "VllmWorker TP0 EP0"
+    (?:\((?P<proc>[A-Za-z_][\w]*(?:[ \t]+(?:rank=\d+|[A-Z]{2}\d+(?:(?:_|[ \t])[A-Z]{2}\d+)*))?
+        [ \t]+pid=\d+[^)\n]*)\)[ \t])?
+    # one space after it: the message keeps a traceback's indentation
     (?:\[rank\d+\]:[ \t]*)?
     (?:
         (?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)[ \t]+

@@ -9,6 +9,7 @@ import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -83,13 +84,20 @@ def _line_blocks(source: LogSource) -> Iterator[bytes]:
     """
     half = MAX_LINE_BYTES // 2
     reader = _FileReader(source.path) if source.data is None else _MemoryReader(source.data)
+    stamp = b""  # the kubelet's time of a line cut at a redraw, for the rest of it
     with reader:
         while data := reader.read(BLOCK_BYTES):
             if len(data) == BLOCK_BYTES:  # a big log: its blocks' copies reuse the heap
                 heap.keep_freed_blocks()
-            # A bare carriage return ends a line too (a log of tqdm redraws may hold no
-            # newline at all); one at the very end may be the half of a \r\n.
-            last = max(data.rfind(b"\n"), data.rfind(b"\r", 0, len(data) - 1))
+            # A block ends at a line's end; a bare carriage return ends one only when the
+            # block has no newline (a log of tqdm redraws may hold none): the redraws of one
+            # kubelet line stay in one block, with the line's time in front of them, and a
+            # line longer than a block cut at a redraw gives its rest the same time. One at
+            # the very end may be the half of a \r\n.
+            last = data.rfind(b"\n")
+            at_redraw = last < 0
+            if at_redraw:
+                last = data.rfind(b"\r", 0, len(data) - 1)
             if last >= 0:
                 if last < len(data) - 1:
                     if reader.at_end():  # the final line has no newline
@@ -97,9 +105,14 @@ def _line_blocks(source: LogSource) -> Iterator[bytes]:
                     else:
                         reader.back(len(data) - last - 1)
                         data = data[:last + 1]
+                if stamp:
+                    data = stamp + data
+                found = _KUBELET_PREFIX.match(data) if at_redraw else None
+                stamp = (found.group(0) if found else stamp) if at_redraw else b""
                 yield data
                 del data  # before the next read: one block in memory at a time
                 continue
+            stamp = b""
             head, tail, total = data[:MAX_LINE_BYTES + 1], data[-half:], len(data)
             del data
             while chunk := reader.read(BLOCK_BYTES):
@@ -125,9 +138,12 @@ def _bounded_lines(data: bytes) -> bytes:
 
     A bare ``\\r`` (tqdm's redraw, or a log separated by carriage returns only)
     ends a line, so the last redraw is a line of its own and a crash printed
-    after 10,000 redraws is the line it is.
+    after 10,000 redraws is the line it is. The redraws of a line read with
+    the kubelet's times keep that line's time (``_redraw_times``).
     """
     if b"\r" in data:
+        if data[:1].isdigit():  # read with timestamps=true: each piece keeps its line's
+            data = _STAMPED_REDRAWS.sub(_redraw_times, data)
         data = _BARE_CR.sub(b"\n", data)
     # JSON lines whose strings hold line breaks (a backslash first: one byte is found
     # at memchr's speed, the two-byte search costs 7 ms a block)
@@ -154,6 +170,53 @@ def _bounded_lines(data: bytes) -> bytes:
 
 
 _BARE_CR = re.compile(rb"\r+(?!\n)")
+# The kubelet's time in front of a line read with timestamps=true, and its space.
+_KUBELET_PREFIX = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?Z ")
+# A line read with the kubelet's time (RFC3339Nano, UTC) whose text holds redraws.
+_STAMPED_REDRAWS = re.compile(
+    rb"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?Z) ([^\n]*\r(?!\n)[^\n]*)$", re.MULTILINE)
+# tqdm's elapsed time, right after its counts: "[04:10<05:30, ...]" or "[1:04:10, ...]".
+_ELAPSED = re.compile(rb"\[(?:(\d+):)?(\d\d):(\d\d)[<,\]]")
+
+
+def _redraw_times(m: re.Match[bytes]) -> bytes:
+    """A kubelet line's redraws, each a line with the kubelet's time in front: the line's
+    time, which the runtime took when the line ended (its last redraw), less how much
+    earlier tqdm's elapsed time says a redraw was drawn than the last one."""
+    stamp, pieces = m.group(1), [p for p in _BARE_CR.split(m.group(2)) if p.strip()]
+    if len(pieces) < 2:
+        return m.group(0)
+    elapsed = [_elapsed(p) for p in pieces]
+    last = next((e for e in reversed(elapsed) if e is not None), None)
+    when = _kubelet_datetime(stamp) if last is not None else None
+    out = []
+    for piece, seconds in zip(pieces, elapsed, strict=True):
+        own = stamp
+        if when is not None and last is not None and seconds is not None and seconds < last:
+            own = _rfc3339nano(when - timedelta(seconds=last - seconds))
+        out.append(own + b" " + piece)
+    return b"\r".join(out)
+
+
+def _elapsed(piece: bytes) -> int | None:
+    found = _ELAPSED.search(piece)
+    if found is None:
+        return None
+    hours, minutes, seconds = found.groups()
+    return int(hours or 0) * 3600 + int(minutes) * 60 + int(seconds)
+
+
+def _kubelet_datetime(stamp: bytes) -> datetime:
+    whole, _, fraction = stamp.rstrip(b"Z").partition(b".")
+    base = datetime.fromisoformat(whole.decode()).replace(tzinfo=timezone.utc)
+    return base + timedelta(microseconds=int((fraction.decode() or "0").ljust(6, "0")[:6]))
+
+
+def _rfc3339nano(when: datetime) -> bytes:
+    """The kubelet's format: UTC, the fraction's trailing zeros trimmed."""
+    base = when.strftime("%Y-%m-%dT%H:%M:%S")
+    fraction = f"{when.microsecond:06d}".rstrip("0")
+    return f"{base}.{fraction}Z".encode() if fraction else f"{base}Z".encode()
 # A JSON-lines record (a logger writing one object per line, after kubectl's time when
 # read with --timestamps) with an escaped line break in it: a traceback in its message.
 _JSON_RECORD = re.compile(

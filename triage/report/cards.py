@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from triage.logs import parse_line
 from triage.results import (
     Card,
     Finding,
@@ -42,9 +43,35 @@ def proof(finding: Finding) -> str:
         return bool(line.startswith("event ") or _MATCHED_LINE.search(line[:120])
                     or _CONDITION.search(line[:200]))
     if sentence(lines[0]):
-        return lines[0]
-    return next((line for line in lines if _WARNING_EVENT.search(line)
-                 or _MATCHED_LINE.search(line[:120])), lines[0])
+        return _with_statement(lines[0], finding.evidence)
+    return _with_statement(next((line for line in lines if _WARNING_EVENT.search(line)
+                                 or _MATCHED_LINE.search(line[:120])), lines[0]),
+                           finding.evidence)
+
+
+# A log line of the evidence: which log, its number, its marker, the line as printed.
+_LOG_ITEM = re.compile(r"^((?:previous log|log) \([^)]*\)) line (\d+)([> ]) (.*)$", re.DOTALL)
+# An exception raised bare (an assert without a message): it names no cause of its own.
+_BARE_EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception)$")
+# The statement that raised it, as Python echoes it under its frame.
+_STATEMENT = re.compile(r"^(?:assert|raise) \S")
+
+
+def _with_statement(line: str, evidence: tuple[str, ...]) -> str:
+    """A bare exception's proof with the statement that raised it, from the lines shown
+    just above it ("AssertionError (assert param_data.shape == loaded_weight.shape)")."""
+    m = _LOG_ITEM.match(line)
+    if m is None or not _BARE_EXCEPTION.match(parse_line(0, m.group(4)).message.strip()):
+        return line
+    number = int(m.group(2))
+    for item in evidence:
+        c = _LOG_ITEM.match(item)
+        if c is None or c.group(1) != m.group(1) or not 0 < number - int(c.group(2)) <= 3:
+            continue
+        statement = parse_line(0, c.group(4)).message.strip()
+        if _STATEMENT.match(statement):
+            return f"{line} ({statement}, line {c.group(2)})"
+    return line
 
 
 def _owner(pod: PodResult) -> str:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 
-from triage.results import BesideFinding, Report, StepResult, Verdict
+from triage.results import BesideFinding, Report, StepResult, TimelineEvent, Verdict
 
 
 @dataclass(frozen=True)
@@ -105,8 +106,9 @@ def _again(item: LogItem, before: tuple[LogItem, ...]) -> LogItem:
 
 
 def blocks(lines: list[str]) -> list[Block]:
-    """Consecutive log lines of one log become one block under its name; consecutive
-    numbers from one source become one block under the source."""
+    """Consecutive log lines of one log become one block under its name, in the log's
+    order (the evidence leads with the line that states the cause, its context after it);
+    consecutive numbers from one source become one block under the source."""
     out: list[Block] = []
     for line in lines:
         m = _LOG_LINE.match(line)
@@ -114,8 +116,16 @@ def blocks(lines: list[str]) -> list[Block]:
             source = f"{m.group(1)} ({m.group(2)})"
             item = LogItem(int(m.group(3)), m.group(4) == ">", m.group(5))
             if out and out[-1].source == source and out[-1].log:
-                item = _again(item, out[-1].log)
-                out[-1] = Block(source, log=(*out[-1].log, item))
+                same = next((i for i in out[-1].log if i.number == item.number), None)
+                if same is not None:  # a line shown twice (context of two matches): once,
+                    if item.proving and not same.proving:  # as proof if it is one
+                        out[-1] = Block(source, log=tuple(item if i is same else i
+                                                          for i in out[-1].log))
+                    continue
+                log = sorted((*out[-1].log, item), key=lambda i: i.number)
+                at = log.index(item)
+                log[at] = _again(item, tuple(log[:at]))
+                out[-1] = Block(source, log=tuple(log))
             else:
                 out.append(Block(source, log=(item,)))
             continue
@@ -244,3 +254,41 @@ def step_lines(report: Report, step: StepResult) -> tuple[list[str], int]:
         mine = re.compile(rf"^{name}(?: \([^)]*\))?: | on {name}$")
         out = [mine.sub("", line) for line in out]
     return out, nested
+
+
+# --- a pod's timeline: the incident and the history before it -------------------------------
+
+# A stretch of quiet this many times longer than everything after it, and of six hours at
+# least, separates the history (a revision made weeks ago, a pod created days before it
+# failed) from the incident: the incident's axis starts after it, and what came before is
+# said as a note. A slow start or an hour-long crash loop stays one incident.
+HISTORY_GAP_RATIO = 4.0
+HISTORY_GAP_MIN_SECONDS = 6 * 3600.0
+
+
+def incident_window(events: tuple[TimelineEvent, ...]
+                    ) -> tuple[tuple[TimelineEvent, ...], tuple[TimelineEvent, ...]]:
+    """The timeline split into (history, incident): the incident is the events after the
+    last quiet stretch of at least HISTORY_GAP_MIN_SECONDS that lasts HISTORY_GAP_RATIO
+    times longer than all that follows it; without one, everything is the incident."""
+    times = [_seconds(ev.at) for ev in events]
+    if len(events) < 2 or any(t is None for t in times):
+        return (), events
+    ends = [max(t or 0.0, _seconds(ev.until) or 0.0) for ev, t in zip(events, times,
+                                                                        strict=True)]
+    last = max(ends)
+    for i in range(len(events) - 1, 0, -1):
+        before = max(ends[:i])
+        gap = (times[i] or 0.0) - before
+        if gap >= HISTORY_GAP_MIN_SECONDS and gap > HISTORY_GAP_RATIO * (last - (times[i] or 0.0)):
+            return events[:i], events[i:]
+    return (), events
+
+
+def _seconds(stamp: str | None) -> float | None:
+    if not stamp:
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None

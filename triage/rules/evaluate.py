@@ -19,10 +19,12 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+import regex
+
 from triage.facts import REGISTRY, ContainerContext, Fact, NodeContext, PodContext, WorkloadContext
 from triage.fixes import compute as fixes
 from triage.kube import workload
-from triage.logs import LogLine, Query, QuerySet, parse_line
+from triage.logs import LogLine, Query, QuerySet, linetime, parse_line
 from triage.logs.linetime import without_kubelet_time
 from triage.results import Finding, Location, PodResult, Severity, Unevaluated, Verdict
 from triage.rules.fields import dig_path
@@ -46,6 +48,7 @@ from triage.rules.language import (
 )
 from triage.snapshot import LOG_STREAMS, NODE_EVENTS, Obj, Snapshot, event_times, meta
 from triage.speed import lazyregex
+from triage.vllm import rootcause
 from triage.vllm.metrics import describe
 
 REGISTRY_UNITS = {name: spec.unit for name, spec in REGISTRY.items()}
@@ -493,77 +496,164 @@ def _number(value: Any) -> float | None:
     return None if math.isnan(number) else number
 
 
-# An exception line as Python prints it ("torch.OutOfMemoryError: ...",
-# "RuntimeError: ..."), a fatal signal / error line, or an NCCL WARN line
-# (NCCL prints the real cause there; the Python exception after it only says
-# "unhandled system error"). The exception may follow a prefix the log
-# parser did not recognise because it was cut or mangled in copying
-# ("[multiproc_executor.py:492] ValueError: ...", "orkerWrapper pid=581)
-# RuntimeError: ...", a k9s box "│ ERROR ... RuntimeError: ..."): after a
-# closing bracket or parenthesis, or a box / pipe border. Python warnings
-# ("file.py:287: UserWarning: ...") are told apart: only shown when no error
-# is found. pydantic's "1 validation error for ModelConfig" (vLLM >= 0.10
-# configs) says what failed on the indented "  Value error, ..." line after it.
-# No \s: the log engine tries a match across a line and the two before it
-# (hard-wrapped messages), and a shape must not start on one line and end on the next.
-# argparse's "PROG: error: MESSAGE" (the usage text before it is not the cause),
-# torch's "... thread terminated with exception: CUDA error: ..." (the hints after
-# it, "Compile with `TORCH_USE_CUDA_DSA`", are not) and "Exception in worker ...
-# while processing method ...: CAUSE" count as exception lines too.
-_ERROR_SHAPE = lazyregex.compile(
-    r"(?:^|[\])│|][ \t]*|:\d+: )(?:(?P<trace>Traceback \(most recent)"
-    r"|(?P<warn>[A-Za-z_][\w.]*Warning\b:)"
-    r"|(?P<exc>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b:?|Fatal Python error"
-    r"|Bus error|Segmentation fault|Killed$|Exception in (?:worker|thread)\b))"
-    r"|(?P<nccl>\bNCCL WARN\b)"
-    r"|^[ \t]*(?P<pydantic>Value error, )"
-    r"|^(?P<argparse>[\w.\- ]*\w: error: )"
-    r"|(?P<torch>\bterminated with exception: )"
-)
-
-
-ERROR_LINES = Query(_ERROR_SHAPE)
-ERROR_LINES_KEPT = 256  # the last error-shaped lines kept per log, to find the root cause
+# crash_window_seconds of patterns/checklist.yaml: how long before a crash's last error
+# line its cause may have been printed.
+CRASH_WINDOW_SETTING = "crash_window_seconds"
 
 
 def root_cause(ctx: ContainerContext, leaf: RootCauseLeaf) -> list[str]:
-    """The last error line that is not a wrapper, else the last wrapper, else the last
-    warning, else the last lines of the log.
+    """The line of the last crash that states its cause (``triage.vllm.rootcause``: the
+    first in time of the best kind, an error's message before an aftermath before a
+    wrapper before a warning), with the other lines of its message, then the last lines
+    of the log; only the last lines when no line has the shape of an error.
 
-    INFO and DEBUG lines are never the cause (they quote exception names in
-    argument dumps and advice); a wrapper (``leaf.skip``) still beats the
-    bare tail, because it usually repeats what failed.
+    INFO and DEBUG lines are never the cause (they quote exception names in argument
+    dumps and advice); a wrapper (vLLM's, or one of ``leaf.skip``) still beats the bare
+    tail, because it usually repeats what failed.
     """
-    def evidence(stream: str, tail: list[LogLine], cause: LogLine) -> list[str]:
-        rest = [log_evidence(ctx, stream, ln, marked=False) for ln in tail
-                if ln.number != cause.number]
-        return [log_evidence(ctx, stream, cause, marked=True), *rest]
-
     for stream in ("previous", "current"):
         index = ctx.log(stream)
         if index is None or index.empty:
             continue
         tail = index.tail[-leaf.lines:]
-        wrapper: LogLine | None = None
-        warning: LogLine | None = None
-        for hit in reversed(index.result(ERROR_LINES, ERROR_LINES_KEPT).last):
-            line = hit.line
-            if line.level in ("DEBUG", "INFO"):
-                continue
-            m = _ERROR_SHAPE.search(line.message)
-            if m is None or m.group("trace"):
-                continue
-            if m.group("warn"):
-                warning = warning or line
-            elif any(rx.search(line.message) for rx in leaf.skip):
-                wrapper = wrapper or line
-            else:
-                return evidence(stream, tail, line)
-        second_best = wrapper or warning
-        if second_best is not None:
-            return evidence(stream, tail, second_best)
-        return [log_evidence(ctx, stream, ln, marked=False) for ln in tail]
+        found = rootcause.crash_lines(index, stream, leaf.skip,
+                                      float(ctx.setting(CRASH_WINDOW_SETTING)),
+                                      linetime.parse_time(ctx.snapshot.collected_at))
+        cause = rootcause.first_cause(found)
+        if cause is None:
+            return [log_evidence(ctx, stream, ln, marked=False) for ln in tail]
+        message = [c.line for c in rootcause.same_message(cause, found)]
+        shown = {cause.line.number, *(ln.number for ln in message)}
+        return [log_evidence(ctx, stream, cause.line, marked=True),
+                *(log_evidence(ctx, stream, ln, marked=False) for ln in message),
+                *(log_evidence(ctx, stream, ln, marked=False) for ln in tail
+                  if ln.number not in shown)]
     return ["no log text could be read for this container"]
+
+
+# The tool's own evidence format for a log line (log_evidence): which log, the line's
+# number, ">" on the line a rule matched, the line as printed.
+_LOG_ITEM = lazyregex.compile(r"^((?:previous log|log) \([^)]*\)) line (\d+)([> ]) (.*)$",
+                              regex.DOTALL)
+
+
+def lead_with_cause(evidence: list[str], decided: int | None = None) -> list[str]:
+    """A finding's evidence with the line that states the cause first: of the log lines
+    its rule matched (the first ``decided`` items are what made it true, the rest what its
+    ``show`` adds), the best kind and then the first printed (``rootcause``), followed by
+    the lines shown around it; the rest in their order. When the rule itself matched no
+    log line, a shown one (a fallback's root-cause line) leads, unless the rule's proof is
+    an event or a condition: then only a log line that states an error goes before it.
+    Evidence that quotes no log line is left as it is."""
+    decided = len(evidence) if decided is None else decided
+    own = _marked_lines(evidence[:decided])
+    shown = _marked_lines(evidence, decided)
+    if any(_SENTENCE.search(e) for e in evidence[:decided]):
+        # an event or a condition is the rule's proof; a log line leads it only when it
+        # states an error (a probe kill's event before the shard line it stopped at)
+        own = [(c, i) for c, i in own + shown if c.says < rootcause.Says.PLAIN]
+        return _place(evidence, own) if own else evidence
+    # the rule's own line, unless a shown one states the cause better (engine-died's
+    # wrapper line before the root-cause line its show adds)
+    best_own = rootcause.first_cause((c for c, _ in own), _STREAMS)
+    best_shown = rootcause.first_cause((c for c, _ in shown), _STREAMS)
+    if best_shown is not None and (best_own is None or best_shown.says < best_own.says):
+        return _place(evidence, shown)
+    return _place(evidence, own) if own else evidence
+
+
+def _marked_lines(evidence: list[str], start: int = 0) -> list[tuple[rootcause.Cause, int]]:
+    """The matched log lines of ``evidence`` (from ``start``), each with what it says."""
+    marked: list[tuple[rootcause.Cause, int]] = []
+    for i, item in enumerate(evidence):
+        if i < start:
+            continue
+        m = _LOG_ITEM.match(item)
+        if m is not None and m.group(3) == ">":
+            stream = "previous" if m.group(1).startswith("previous log") else "current"
+            line = parse_line(int(m.group(2)), m.group(4))
+            marked.append((rootcause.Cause(stream, line, rootcause.says(line)), i))
+    return marked
+
+
+# The log streams in the order their runs happened.
+_STREAMS = ("previous", "current")
+# A finding's own proof that is not a log line: an event, a pod condition's message.
+_SENTENCE = lazyregex.compile(r"^event |^pod \S+ condition \w+=")
+
+
+def _place(evidence: list[str], marked: list[tuple[rootcause.Cause, int]]) -> list[str]:
+    """``evidence`` led by the best of the ``marked`` log lines and the lines around it."""
+    best = rootcause.first_cause((c for c, _ in marked), _STREAMS)
+    assert best is not None  # marked is not empty
+    lead = next(i for c, i in marked if c is best)
+    # its context: the unmarked lines of the same log right around it
+    label = str(_LOG_ITEM.match(evidence[lead]).group(1))
+    first = last = lead
+    while first > 0 and _context_of(evidence[first - 1], label):
+        first -= 1
+    while last + 1 < len(evidence) and _context_of(evidence[last + 1], label):
+        last += 1
+    lead_item, around = _message_of(evidence, lead, best, first, last)
+    rest = [e for i, e in enumerate(evidence) if not first <= i <= last]
+    # a frame or a source echo a rule also matched (the line of code that raised the
+    # error quotes its words), whether the rule's own or a shown line leads, is shown as
+    # the context it is, not as proof
+    noise = {evidence[i] for c, i in _marked_lines(evidence)
+             if c.says is rootcause.Says.NOISE and i != lead}
+    return _once([lead_item, *(_remark(e, " ") if e in noise else e
+                               for e in [*around, *rest])])
+
+
+def _once(evidence: list[str]) -> list[str]:
+    """Each log line once: a line shown as the context of one match and matched by another
+    condition stays where it came first, as proof if either marked it."""
+    out: list[str] = []
+    at: dict[tuple[str, str], int] = {}
+    for item in evidence:
+        m = _LOG_ITEM.match(item)
+        if m is None:
+            out.append(item)
+            continue
+        key = (m.group(1), m.group(2))
+        if key not in at:
+            at[key] = len(out)
+            out.append(item)
+        elif m.group(3) == ">":
+            out[at[key]] = _remark(out[at[key]], ">")
+    return out
+
+
+def _message_of(evidence: list[str], lead: int, best: rootcause.Cause, first: int, last: int
+                ) -> tuple[str, list[str]]:
+    """The line that leads and the lines around it. A wrapper whose message goes on in the
+    lines right under it (pydantic's "1 validation error for X" above its "Value error,
+    ...", "terminate called after throwing" above C++'s "what(): ...") gives the lead to
+    the first of them that states the cause, which is then the marked line."""
+    around = [evidence[i] for i in range(first, last + 1) if i != lead]
+    if best.says is not rootcause.Says.POINTER:
+        return evidence[lead], around
+    for i in range(lead + 1, last + 1):
+        m = _LOG_ITEM.match(evidence[i])
+        number = int(m.group(2)) if m else 0
+        if m is None or not 0 < number - best.line.number <= 3:
+            continue
+        if rootcause.says(parse_line(number, m.group(4))) is rootcause.Says.CAUSE:
+            unmarked = _remark(evidence[lead], " ")
+            return _remark(evidence[i], ">"), [unmarked if j == lead else evidence[j]
+                                               for j in range(first, last + 1) if j != i]
+    return evidence[lead], around
+
+
+def _remark(item: str, marker: str) -> str:
+    """A log evidence line with its marker set (">" the proving line, " " context)."""
+    m = _LOG_ITEM.match(item)
+    return f"{m.group(1)} line {m.group(2)}{marker} {m.group(4)}" if m else item
+
+
+def _context_of(item: str, label: str) -> bool:
+    m = _LOG_ITEM.match(item)
+    return m is not None and m.group(3) == " " and m.group(1) == label
 
 
 @functools.lru_cache(maxsize=4096)
@@ -576,7 +666,8 @@ def log_query(leaf: LogLeaf) -> Query:
 def queries_for(patterns: tuple[Pattern, ...]) -> QuerySet:
     """Every log regex the patterns use, for one pass over each log."""
     out = QuerySet()
-    out.add(ERROR_LINES, ERROR_LINES_KEPT)
+    out.add(rootcause.ERROR_LINES, rootcause.ERROR_LINES_KEPT)
+    out.add(rootcause.SERVING)
     for p in patterns:
         conds: list[Condition] = [p.when, *p.show]
         if p.escalate is not None:
@@ -609,7 +700,7 @@ def _evidence(evaluator: Evaluator, pattern: Pattern, ctx: Subject,
         shown = evaluator.evaluate(extra, ctx, diag, pattern.id)
         if shown.true:
             evidence += [e for e in shown.evidence if e not in evidence]
-    return evidence
+    return lead_with_cause(evidence, len(outcome.evidence))
 
 
 def subjects(pattern: Pattern, diag: PodDiagnosis) -> list[tuple[Subject, str]]:
@@ -730,7 +821,10 @@ def explain(by_id: dict[str, Pattern], diag: PodDiagnosis, raised: dict[str, Sev
     explained: list[Finding] = []
     for f in diag.findings:
         level = by_id[f.id].explained_by if f.id in by_id else None
-        if level is not None and any(sev.rank <= level.rank for sev, _ in specific):
+        # A specific finding whose rule reads this one (a cause built on its consequence:
+        # shm-too-small on a start stalled at NCCL set-up) stands beside it, not instead.
+        if level is not None and any(sev.rank <= level.rank and f.id not in _reads(by_id, sid)
+                                     for sev, sid in specific):
             explained.append(f)
             diag.states[f.id] = Truth.FALSE
         else:
@@ -744,6 +838,15 @@ def explain(by_id: dict[str, Pattern], diag: PodDiagnosis, raised: dict[str, Sev
                           for f in explained)
             kept[lead] = dataclasses.replace(kept[lead], evidence=kept[lead].evidence + notes)
     diag.findings = kept
+
+
+def _reads(by_id: dict[str, Pattern], pid: str) -> set[str]:
+    """The finding ids a pattern's rule reads (its ``finding`` leaves)."""
+    pattern = by_id.get(pid)
+    if pattern is None:
+        return set()
+    return {i for leaf in walk(pattern.when, into_not=True) if isinstance(leaf, FindingLeaf)
+            for i in leaf.ids}
 
 
 _MARKED = lazyregex.compile(r" line \d+> ")
@@ -761,8 +864,11 @@ def warn_when(evaluator: Evaluator, patterns: tuple[Pattern, ...], diag: PodDiag
     so an early sign cannot have an id of its own). Patterns that refer to the finding
     with a ``finding`` leaf see only its critical form; ``escalate`` does not apply.
     A fallback's warning form is tried with the fallbacks (``fallback=True``): after them,
-    and only when no critical finding explains the pod."""
+    only when no critical finding explains the pod, and not when a known signature quotes
+    the previous log (a crash it explains is not one of no known signature)."""
     raised = {f.id for f in diag.findings}
+    if fallback and any(not f.fallback and _quotes_previous_log(f) for f in diag.findings):
+        return  # a known signature already says why the previous run crashed
     for pattern in patterns:
         if pattern.warn_when is None or diag.states.get(pattern.id) is Truth.TRUE \
                 or pattern.fallback is not fallback:
@@ -788,6 +894,13 @@ def warn_when(evaluator: Evaluator, patterns: tuple[Pattern, ...], diag: PodDiag
             diag.states[pattern.id] = Truth.TRUE
             raised.add(pattern.id)
             break  # one finding per pod, as for the critical form's first container
+
+
+def _quotes_previous_log(f: Finding) -> bool:
+    """The finding rests on a line of the previous container's log (its first evidence line
+    is one its rule matched there: ``lead_with_cause`` put it first)."""
+    return bool(f.evidence) and f.evidence[0].startswith("previous log (") and \
+        _MARKED.search(f.evidence[0][:160]) is not None
 
 
 def classify(snapshot: Snapshot, patterns: tuple[Pattern, ...],

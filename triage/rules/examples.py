@@ -133,6 +133,7 @@ class ExampleResult:
     unknown: str | None
     severity: Severity | None = None  # of the finding, when reported
     said: str | None = None  # a cause's sentence, when said
+    evidence: tuple[str, ...] = ()  # of the finding, when reported
 
     @property
     def ok(self) -> bool:
@@ -175,7 +176,8 @@ def run_example(pattern: Pattern, example: Example,
     unknown = next((u.reason for u in diag.unevaluated if u.pattern == pattern.id), None)
     found = next((f for f in diag.findings if f.id == pattern.id), None)
     return ExampleResult(pattern.id, example, found is not None, unknown,
-                         found.severity if found is not None else None)
+                         found.severity if found is not None else None,
+                         evidence=found.evidence if found is not None else ())
 
 
 def _words(text: str | None) -> str:

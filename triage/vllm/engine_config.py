@@ -44,6 +44,7 @@ DEFAULTS: dict[str, str] = {
     "pipeline-parallel-size": "1",
     "dtype": "auto",
     "kv-cache-dtype": "auto",
+    "max-lora-rank": "16",
 }
 UNSET_MEANING: dict[str, str] = {
     "max-model-len": "the model's full context length (from its config.json)",

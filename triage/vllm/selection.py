@@ -112,7 +112,7 @@ _VLLM_HEAD = wordings.either("vllm_api_server_version", "vllm_platform_detected"
 # structure, not a message).
 _VLLM_PROCESS = lazyregex.compile(
     r"\(APIServer pid=\d+\)|\((?:EngineCore|VllmWorker|VllmWorkerProcess|Worker_TP)\w*"
-    r"(?:[ \t]+rank=\d+)?[ \t]+pid=\d+")
+    r"(?:[ \t]+(?:rank=\d+|TP\d+(?:[_ \t]EP\d+)?))?[ \t]+pid=\d+")
 LOG_HEAD_BYTES = 4096  # of a log read to recognise vLLM's first lines
 MAX_HEAD_READS = 32  # pods whose log heads a scan reads, at most
 MAX_OTHER_PODS = 256  # unselected pods a scan keeps to read heads from and name if failing

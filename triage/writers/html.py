@@ -11,7 +11,7 @@ from html import escape
 
 from triage.fixes import commands as patch_commands
 from triage.fixes import files as fixdir
-from triage.report.shown import beside_of, pods_label
+from triage.report.shown import beside_of, incident_window, pods_label
 from triage.results import PodResult, Report
 from triage.safety import codespans
 from triage.snapshot import format_window
@@ -202,9 +202,14 @@ def _visuals(pod: PodResult) -> list[str]:
     """The pod's timeline, GPU memory budget and window charts, as inline SVG."""
     name = f"{pod.namespace}/{pod.name}"
     drawn: list[str] = []
-    line = svg.timeline(pod.timeline, f"timeline of {name}")
+    history, incident = incident_window(pod.timeline)
+    line = svg.timeline(incident, f"timeline of {name}")
     if line:
-        drawn.append(f"<h3>Timeline of <code>{e(name)}</code></h3>{line}")
+        earlier = ""
+        if history:
+            earlier = ('<p class="history">Earlier: ' + "; ".join(
+                f"{e(utc(ev.at))} {e(ev.label)}" for ev in history) + "</p>")
+        drawn.append(f"<h3>Timeline of <code>{e(name)}</code></h3>{earlier}{line}")
     if pod.gpu_budget is not None:
         drawn.append(f"<h3>GPU memory of <code>{e(name)}</code></h3>"
                      + svg.budget(pod.gpu_budget, f"GPU memory budget of {name}"))

@@ -247,6 +247,7 @@ svg .dcgm { stroke: #b42318; stroke-width: 2; }
 svg .line { fill: none; stroke: #1570ef; stroke-width: 2; }
 .charts { display: grid; grid-template-columns: repeat(2, minmax(0, 1fr)); gap: 8px; }
 .budget-notes { font-size: .85em; color: var(--na); margin: 0 0 6px; padding-left: 18px; }
+.history { font-size: .85em; color: var(--na); margin: 0 0 6px; }
 @media print {
   svg.timeline, svg.budget, svg.chart { -webkit-print-color-adjust: exact;
     print-color-adjust: exact; }
