@@ -55,6 +55,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from tests.support.kubeapi import (
+    ALTERNATES,
     RESOURCES,
     Fixture,
     Handler,
@@ -344,38 +345,57 @@ class Kubelet(ThreadingHTTPServer):
 
 # Load order: what an object refers to is there before it (owners before what they own,
 # pods before the events about them).
-_LOAD_ORDER = ["nodes", "deployments", "statefulsets", "replicasets", "pods", "services",
-               "configmaps", "persistentvolumeclaims", "horizontalpodautoscalers",
-               "inferenceservices", "events"]
+_LOAD_ORDER = ["nodes", "llminferenceservices", "deployments", "statefulsets", "replicasets",
+               "pods", "services", "configmaps", "persistentvolumeclaims",
+               "horizontalpodautoscalers", "inferenceservices", "scaledobjects",
+               "inferencepools", "events"]
+# Custom resources: a CRD of the kind's group and version is created (schema-less, with a
+# status subresource) before the fixture's objects of that kind, and removed after.
+_CUSTOM = {"inferenceservices", "llminferenceservices", "scaledobjects", "inferencepools"}
 # The API path each kind is written at. v1.20 serves HorizontalPodAutoscalers in
 # autoscaling/v1, v2beta1 and v2beta2 (v2's shape, before it was named v2).
 _WRITE_VERSION = {"horizontalpodautoscalers": "autoscaling/v2beta2"}
 _HAS_STATUS = {"nodes", "deployments", "statefulsets", "replicasets", "pods",
-               "persistentvolumeclaims", "horizontalpodautoscalers", "inferenceservices",
-               "services"}
+               "persistentvolumeclaims", "horizontalpodautoscalers", "services", *_CUSTOM}
 # Set by the server, never by a client: left out of what is written, and of the
 # comparison of what was written with what was read back.
 _SERVER_SET = {"uid", "resourceVersion", "creationTimestamp", "generation", "managedFields",
                "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"}
 
-_ISVC_CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-    "metadata": {"name": "inferenceservices.serving.kserve.io"},
-    "spec": {"group": "serving.kserve.io", "scope": "Namespaced",
-             "names": {"plural": "inferenceservices", "singular": "inferenceservice",
-                       "kind": "InferenceService", "listKind": "InferenceServiceList",
-                       "shortNames": ["isvc"]},
-             "versions": [{"name": "v1beta1", "served": True, "storage": True,
-                           "subresources": {"status": {}},
-                           "schema": {"openAPIV3Schema": {
-                               "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]},
-}
+_CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
-def _api_path(plural: str, ns: str | None, name: str | None = None) -> str:
-    group, version = RESOURCES[plural][0], RESOURCES[plural][1]
+def _kind_of(plural: str, obj: dict[str, Any]) -> tuple[str, str, str]:
+    """(group, version, kind) an object of ``plural`` is written as: its own API group
+    where the kind has another one too (InferencePools of inference.networking.x-k8s.io)."""
+    group, version, kind = RESOURCES[plural][:3]
+    alternate = ALTERNATES.get(plural)
+    if alternate and str(obj.get("apiVersion", "")).startswith(f"{alternate[0]}/"):
+        group, version, kind = alternate[:3]
     if plural in _WRITE_VERSION:
         group, version = _WRITE_VERSION[plural].split("/")
+    return group, version, kind
+
+
+def _crd(plural: str, group: str, version: str, kind: str) -> dict[str, Any]:
+    """A schema-less CustomResourceDefinition serving ``plural`` in ``group/version``."""
+    short = RESOURCES[plural][4]
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {"group": group, "scope": "Namespaced",
+                 "names": {"plural": plural, "singular": kind.lower(), "kind": kind,
+                           "listKind": f"{kind}List", "shortNames": short},
+                 "versions": [{"name": version, "served": True, "storage": True,
+                               "subresources": {"status": {}},
+                               "schema": {"openAPIV3Schema": {
+                                   "type": "object",
+                                   "x-kubernetes-preserve-unknown-fields": True}}}]}}
+
+
+def _api_path(plural: str, ns: str | None, name: str | None = None,
+              obj: dict[str, Any] | None = None) -> str:
+    group, version, _kind = _kind_of(plural, obj or {})
     base = f"/apis/{group}/{version}" if group else "/api/v1"
     where = f"{base}/namespaces/{ns}/{plural}" if ns and RESOURCES[plural][3] else \
         f"{base}/{plural}"
@@ -416,7 +436,7 @@ class Loaded:
     pod_ips: dict[tuple[str, str], str] = field(default_factory=dict)
     servers: list[_PodServer] = field(default_factory=list)
     finalized: set[str] = field(default_factory=set)  # created with finalizers
-    crd: bool = False
+    crds: list[str] = field(default_factory=list)  # the paths of the CRDs created
 
 
 class LoadError(AssertionError):
@@ -658,11 +678,13 @@ class RealCluster:
         self.loaded = loaded
         self.kubelet.fixture = fixture
         uids: dict[str, str] = {}  # the fixture's uid -> the server's
-        if fixture.objects.get("inferenceservices"):
-            self._write("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-                        _ISVC_CRD)
-            loaded.crd = True
-            self._wait_served("/apis/serving.kserve.io/v1beta1")
+        for plural in sorted(_CUSTOM):
+            kinds = {_kind_of(plural, o) for o in fixture.objects.get(plural, [])}
+            for group, version, kind in sorted(kinds):
+                crd = _crd(plural, group, version, kind)
+                self._write("POST", _CRDS, crd)
+                loaded.crds.append(f"{_CRDS}/{crd['metadata']['name']}")
+                self._wait_served(f"/apis/{group}/{version}/{plural}")
         for plural in _LOAD_ORDER:
             for original in fixture.objects.get(plural, []):
                 obj = copy.deepcopy(original)
@@ -694,12 +716,10 @@ class RealCluster:
                     inv = obj.get("involvedObject") or {}
                     if inv.get("uid"):
                         inv["uid"] = uids.get(inv["uid"], inv["uid"])
-                group_version = _WRITE_VERSION.get(plural) or (
-                    f"{RESOURCES[plural][0]}/{RESOURCES[plural][1]}" if RESOURCES[plural][0]
-                    else "v1")
-                obj["apiVersion"], obj["kind"] = group_version, RESOURCES[plural][2]
-                made = self._write("POST", _api_path(plural, ns), obj)
-                path = _api_path(plural, ns, name)
+                group, version, kind = _kind_of(plural, original)
+                obj["apiVersion"], obj["kind"] = f"{group}/{version}" if group else "v1", kind
+                made = self._write("POST", _api_path(plural, ns, obj=original), obj)
+                path = _api_path(plural, ns, name, obj=original)
                 loaded.created.append(path)
                 if md.get("finalizers"):
                     loaded.finalized.add(path)
@@ -799,14 +819,13 @@ class RealCluster:
             resp = self.admin.request("DELETE", path, params={"gracePeriodSeconds": "0"})
             if resp.status_code not in (200, 202, 404):
                 raise LoadError(f"DELETE {path}: {resp.status_code} {resp.text[:500]}")
-        if loaded.crd:
-            name = _ISVC_CRD["metadata"]["name"]  # type: ignore[index]
-            path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"
+        for path in loaded.crds:
             self.admin.delete(path)
+        for path in loaded.crds:
             deadline = time.monotonic() + 30
             while self.admin.get(path).status_code != 404:
                 if time.monotonic() > deadline:
-                    raise LoadError("the InferenceService CRD was not removed in 30s")
+                    raise LoadError(f"the CRD {path} was not removed in 30s")
                 time.sleep(0.1)
         if self.kubelet is not None:
             self.kubelet.fixture = None
