@@ -74,7 +74,9 @@ def test_output_file_takes_the_report_and_the_terminal_the_table(
 def test_fix_dir_writes_the_patches_beside_the_report(tmp_path: Path,
                                                       plain: dict[str, str]) -> None:
     code, out, err = _analyze([OOM, "-o", "json", "--fix-dir", "fixes"], tmp_path)
-    assert (code, out) == (1, plain["json"])
+    # The report names each patch file where it was written, so its command pastes as is.
+    assert (code, out) == (1, plain["json"].replace(
+        '"file": "llm.deployment.', '"file": "fixes/llm.deployment.'))
     assert err.endswith("written to fixes\n"), err
     assert sorted(p.name for p in (tmp_path / "fixes").iterdir()) == \
         ["llm.deployment.vllm-qwen.patch.yaml"]

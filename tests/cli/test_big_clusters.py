@@ -120,12 +120,15 @@ def test_why_scan_all_namespaces_lists_the_events_of_triaged_namespaces_only(
         tmp_path: Path) -> None:
     """Before: -A listed every event of the cluster (here 1,200 about other pods, on a busy
     cluster its largest list) to keep a few; now the events of each namespace with a
-    triaged pod, paged the same way."""
+    triaged pod, paged the same way, and the events about Nodes (where GPU health monitors
+    write), selected by the API server with a field selector."""
     root = big_cluster(tmp_path / "fx")
     with replay(root, tmp_path) as (_server, kc):
         run = run_cli("scan", "--kubeconfig", str(kc), "-A", "-o", "json")
     assert run.code == 1, run.stderr
     events = _lists(tmp_path / "requests.log", "events")
-    assert events and all(line.startswith("GET /api/v1/namespaces/llm/events?")
-                          for line in events), events
+    assert events and all(
+        line.startswith("GET /api/v1/namespaces/llm/events?")
+        or line.startswith("GET /api/v1/events?fieldSelector=involvedObject.kind%3DNode&")
+        for line in events), events
     assert run.json()["unreadable"] == []

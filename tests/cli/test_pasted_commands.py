@@ -197,7 +197,8 @@ def test_every_printed_command_names_its_cluster_namespace_and_file(tmp_path: Pa
         alone = run_cli("scan", "--kubeconfig", str(kc), "--context", "gpu-west", "-o",
                         "json", env=PINNED).json()
     files = set(fixdir.iterdir())
-    assert {f.name for f in files} == {"gpu-east.llm.deployment.vllm-qwen.patch.yaml"}
+    assert {f.name for f in files} == {"gpu-east.llm.deployment.vllm-qwen.patch.yaml",
+                                       "gpu-west.llm.deployment.vllm-qwen32b.patch.yaml"}
     found: dict[str, list[str]] = {"gpu-east": [], "gpu-west": []}
     for section in doc["clusters"]:
         found[section["context"]] += from_json(section["report"])

@@ -500,6 +500,8 @@ def _load(source: _Source) -> Snapshot:
         # nor failed, nor absent from the cluster was taken out of it: unknown, not empty.
         failed = {f.kind for f in snap.failures}
         for kind in ALL_KINDS:
+            if kind == PICKER_PODS and not snap.objects.get("inferencepools"):
+                continue  # read only for the InferencePools a bundle holds
             if kind not in snap.objects and kind not in failed | snap.absent_kinds:
                 snap.failures.append(ReadFailure(
                     f"{kind} (objects/{kind}.json)", "not in the bundle", kind,
