@@ -53,7 +53,11 @@ def test_signal_mid_scan_removes_the_decoded_client_key(tmp_path: Path, sig: int
         kc.write_text(yaml.safe_dump(config))
         env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
         env.update({"TMPDIR": str(temp), "NO_COLOR": "1"})
-        proc = subprocess.Popen([sys.executable, "-m", "triage.cli", "scan", "--kubeconfig",
+        # The installed command, as users run it: under ``python -m``, CPython 3.11 ends a
+        # process with SIGINT after any KeyboardInterrupt that left an exec() of a string
+        # (a dataclass being built), whatever exit code the program then chose.
+        command = Path(sys.executable).with_name("vllm-triage")
+        proc = subprocess.Popen([str(command), "scan", "--kubeconfig",
                                  str(kc), "-o", "json"], cwd=str(ROOT), env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:

@@ -105,8 +105,10 @@ def guard(debug: bool) -> Iterator[None]:
     except CollectError as exc:
         fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
+        _STOP_HANDLED.set()
         fail("interrupted", 130)
     except Terminated:
+        _STOP_HANDLED.set()
         fail("terminated", 143)
     except Exception as exc:
         if _is_typer_exit(exc):
@@ -258,9 +260,15 @@ def on_sigterm(_signum: int, _frame: object) -> None:
     raise Terminated
 
 
+# Set once the run has answered a signal: a copy of it that a finaliser saw while the
+# first was unwinding the run must not stop the exit that answer started.
+_STOP_HANDLED = threading.Event()
+
+
 def _signal_later(thread: int, sig: signal.Signals) -> None:
     time.sleep(0.05)  # the finaliser and the hook that started this have returned by then
-    signal.pthread_kill(thread, sig)
+    if not _STOP_HANDLED.is_set():
+        signal.pthread_kill(thread, sig)
 
 
 def install_signal_handlers() -> None:
