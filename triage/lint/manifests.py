@@ -60,6 +60,7 @@ from triage.lint.sourcemap import (
     Workload,
     dotted,
 )
+from triage.safety import parsed
 from triage.snapshot import ALL_KINDS, Obj, ReadFailure, Snapshot, meta
 from triage.vllm import images
 
@@ -284,17 +285,12 @@ def _directory(root: Path, recursive: bool) -> list[tuple[Path, InputError | Non
 
 
 def _read(path: Path) -> str:
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
     try:
-        fd = os.open(path, flags)
+        data = parsed.read_bytes(path, _MAX_MEMBER_BYTES)
+    except parsed.Refused as exc:
+        raise InputError(str(exc)) from None
     except OSError as exc:
         raise InputError(f"{path}: cannot open: {exc.strerror or exc}") from None
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            raise InputError(f"{path}: not a regular file")
-        data = fh.read(_MAX_MEMBER_BYTES + 1)
-    if len(data) > _MAX_MEMBER_BYTES:
-        raise InputError(f"{path}: larger than {_MAX_MEMBER_BYTES // 2**20} MiB")
     return _decode(str(path), data)
 
 

@@ -24,9 +24,10 @@ class Refused(ValueError):
     """Input over its bounds, or not a file to read; the message names it and says why."""
 
 
-def read_text(path: Path, cap: int = MAX_FILE_BYTES) -> str:
-    """A file's text, at most ``cap`` bytes: a FIFO, a device or a directory in place of
-    a file is refused without waiting on it, and so is a file larger than ``cap``."""
+def read_bytes(path: Path, cap: int = MAX_FILE_BYTES) -> bytes:
+    """A file's bytes, at most ``cap``: a FIFO, a device or a directory in place of a
+    file is refused without waiting on it, and so is a file larger than ``cap``. OSError
+    when it cannot be opened."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     with os.fdopen(fd, "rb") as fh:
         if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
@@ -34,7 +35,12 @@ def read_text(path: Path, cap: int = MAX_FILE_BYTES) -> str:
         data = fh.read(cap + 1)
     if len(data) > cap:
         raise Refused(f"{path}: larger than {cap // 2**20} MiB")
-    return data.decode("utf-8")
+    return data
+
+
+def read_text(path: Path, cap: int = MAX_FILE_BYTES) -> str:
+    """``read_bytes``, as UTF-8 text."""
+    return read_bytes(path, cap).decode("utf-8")
 
 
 def count_values(data: Any, name: str, budget: int) -> int:
